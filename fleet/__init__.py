@@ -1,0 +1,1 @@
+"""soulfleet: roll the soul graph runtime out to a fleet of agent hosts."""
