@@ -1,0 +1,536 @@
+"""The soul graph engine: nodes, DAG lineage, recency order, tags, pins and search.
+
+Every memory, decision or belief is a `Node`. Four structures sit over the nodes:
+
+- DAG edges parent -> child ("the child was built on the parent"); cycles are refused.
+- A splay tree keyed on ``log(access_count + 1) + last_accessed / DAY``. That key orders
+  nodes exactly as the recency score ``(access_count + 1) * exp(-age / DAY)`` does at
+  every moment (log of the score is the key minus ``now / DAY``, common to all nodes),
+  so the tree never goes stale and `hot()` is a read of it.
+- Tags, for cross-cutting dimensions (`axiom`, `lesson`, `project:<name>`).
+- Pins: axioms that never decay and always lead `hot()`.
+
+Time comes from an injectable clock (seconds since the epoch), so tests and ledger
+replays decide what "now" is.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from soulgraph.index import InvertedIndex, words
+from soulgraph.splay import SplayTree
+
+DAY = 86400.0
+Clock = Callable[[], float]
+
+# How much of a search hit's score its DAG neighbours inherit in `related`. Parents
+# weigh more: a hit is often a recent sibling, and the old foundation is its parent.
+PARENT_SHARE = 0.7
+CHILD_SHARE = 0.5
+DEFAULT_RECENCY_WEIGHT = 0.5
+
+
+class SoulGraphError(ValueError):
+    """A request the graph refuses; the message says why and names the nodes."""
+
+
+class UnknownNode(SoulGraphError, KeyError):
+    def __init__(self, node_id: str):
+        super().__init__(f"unknown node id {node_id!r}")
+        self.node_id = node_id
+
+    def __str__(self) -> str:  # KeyError would quote the message again
+        return self.args[0]
+
+
+class CycleError(SoulGraphError):
+    def __init__(self, parent: str, child: str):
+        super().__init__(
+            f"refused edge {parent!r} -> {child!r}: {child!r} is already an ancestor "
+            f"of {parent!r}, so the edge would close a cycle"
+        )
+        self.parent, self.child = parent, child
+
+
+@dataclass(slots=True)
+class Node:
+    id: str
+    content: str
+    tags: list[str] = field(default_factory=list)
+    created_at: float = 0.0
+    last_accessed: float = 0.0
+    access_count: int = 0
+    pinned: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def recency_key(self) -> float:
+        return math.log1p(self.access_count) + self.last_accessed / DAY
+
+    def recency_score(self, now: float) -> float:
+        return (self.access_count + 1) * math.exp(-(now - self.last_accessed) / DAY)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "content": self.content,
+            "tags": list(self.tags),
+            "created_at": self.created_at,
+            "last_accessed": self.last_accessed,
+            "access_count": self.access_count,
+            "pinned": self.pinned,
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Node":
+        return cls(
+            id=str(data["id"]),
+            content=str(data["content"]),
+            tags=[str(t) for t in data.get("tags", [])],
+            created_at=float(data.get("created_at", 0.0)),
+            last_accessed=float(data.get("last_accessed", data.get("created_at", 0.0))),
+            access_count=int(data.get("access_count", 0)),
+            pinned=bool(data.get("pinned", False)),
+            metadata=dict(data.get("metadata", {})),
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class Hit:
+    """A node found by a search, with its score and why it was found."""
+
+    node: Node
+    score: float
+    via: str = "match"  # "match", "parent of <id>" or "child of <id>"
+
+
+class SoulGraph:
+    def __init__(self, clock: Clock = time.time, recency_weight: float = DEFAULT_RECENCY_WEIGHT):
+        self.clock = clock
+        self.recency_weight = recency_weight
+        self.nodes: dict[str, Node] = {}
+        self.parents: dict[str, set[str]] = {}
+        self.children: dict[str, set[str]] = {}
+        self.tags: dict[str, set[str]] = {}
+        self.pinned: set[str] = set()
+        self.order = SplayTree()
+        self.index = InvertedIndex()
+        self.next_id = 1
+        # Ids of nodes changed since the store last saved, so a save re-encodes only those.
+        self.dirty: set[str] = set()
+        # The exploration branch: hypotheses that may later be promoted. It holds only
+        # what differs from the graph (a copy-on-write view), so it costs nothing to keep.
+        self.branch: dict[str, Node] = {}
+        self.branch_parents: dict[str, set[str]] = {}
+
+    # ----------------------------------------------------------------- nodes
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.nodes
+
+    def get(self, node_id: str) -> Node:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise UnknownNode(node_id) from None
+
+    def _new_id(self) -> str:
+        while f"n{self.next_id}" in self.nodes or f"n{self.next_id}" in self.branch:
+            self.next_id += 1
+        node_id = f"n{self.next_id}"
+        self.next_id += 1
+        return node_id
+
+    def add(
+        self,
+        content: str,
+        tags: Iterable[str] = (),
+        *,
+        parents: Iterable[str] = (),
+        pinned: bool = False,
+        metadata: dict[str, Any] | None = None,
+        node_id: str | None = None,
+        created_at: float | None = None,
+    ) -> Node:
+        """Add a node, optionally built on `parents` (which must exist)."""
+        content = content.strip() if isinstance(content, str) else content
+        if not isinstance(content, str) or not content:
+            raise SoulGraphError("content must be a non-empty string")
+        parents = list(dict.fromkeys(parents))
+        for parent in parents:
+            self.get(parent)
+        if node_id is None:
+            node_id = self._new_id()
+        elif node_id in self.nodes:
+            raise SoulGraphError(f"node id {node_id!r} already exists")
+        now = self.clock() if created_at is None else created_at
+        node = Node(
+            id=node_id,
+            content=content,
+            tags=list(dict.fromkeys(tags)),
+            created_at=now,
+            last_accessed=now,
+            pinned=pinned,
+            metadata=dict(metadata or {}),
+        )
+        self._insert(node)
+        for parent in parents:
+            self._add_edge(parent, node_id)
+        return node
+
+    def _insert(self, node: Node) -> None:
+        self.nodes[node.id] = node
+        self.dirty.add(node.id)
+        self.parents.setdefault(node.id, set())
+        self.children.setdefault(node.id, set())
+        for tag in node.tags:
+            self.tags.setdefault(tag, set()).add(node.id)
+        if node.pinned:
+            self.pinned.add(node.id)
+        self.order.insert((node.recency_key, node.id))
+        self.index.add(node.id, node.content + " " + " ".join(node.tags))
+
+    def splay(self, node_id: str, at: float | None = None) -> Node:
+        """Mark a node used: one more access, now. It moves to the top of the recency order."""
+        node = self.get(node_id)
+        self.order.remove((node.recency_key, node.id))
+        node.access_count += 1
+        node.last_accessed = self.clock() if at is None else at
+        self.order.insert((node.recency_key, node.id))
+        self.dirty.add(node_id)
+        return node
+
+    def pin(self, node_id: str, pinned: bool = True) -> Node:
+        node = self.get(node_id)
+        node.pinned = pinned
+        self.dirty.add(node_id)
+        if pinned:
+            self.pinned.add(node_id)
+        else:
+            self.pinned.discard(node_id)
+        return node
+
+    def tag(self, node_id: str, *tags: str) -> Node:
+        node = self.get(node_id)
+        for tag in tags:
+            if tag not in node.tags:
+                node.tags.append(tag)
+                self.tags.setdefault(tag, set()).add(node_id)
+        self.index.add(node.id, node.content + " " + " ".join(node.tags))
+        self.dirty.add(node_id)
+        return node
+
+    # ----------------------------------------------------------------- edges
+    def link(self, parent: str, child: str) -> bool:
+        """Add the edge parent -> child. Returns False when it already existed."""
+        self.get(parent)
+        self.get(child)
+        if child in self.children[parent]:
+            return False
+        self._add_edge(parent, child)
+        return True
+
+    def _add_edge(self, parent: str, child: str) -> None:
+        if parent == child or self._reaches(child, parent):
+            raise CycleError(parent, child)
+        self.children[parent].add(child)
+        self.parents[child].add(parent)
+        self.dirty.add(child)  # a node's file record carries its parents
+
+    def _reaches(self, start: str, goal: str) -> bool:
+        """Is `goal` a descendant of `start`?"""
+        seen = {start}
+        stack = [start]
+        while stack:
+            for child in self.children[stack.pop()]:
+                if child == goal:
+                    return True
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        return False
+
+    def edges(self) -> Iterator[tuple[str, str]]:
+        for parent, kids in self.children.items():
+            for child in kids:
+                yield parent, child
+
+    def _walk(self, start: str, neighbours: dict[str, set[str]], depth: int | None) -> list[tuple[Node, int]]:
+        """Breadth-first from `start` (excluded), each node with its distance."""
+        self.get(start)
+        seen = {start}
+        found: list[tuple[Node, int]] = []
+        frontier = deque([(start, 0)])
+        while frontier:
+            node_id, dist = frontier.popleft()
+            if depth is not None and dist >= depth:
+                continue
+            # Sorted so that a walk gives the same answer on every run.
+            for nxt in sorted(neighbours[node_id], key=self._hotness, reverse=True):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    found.append((self.nodes[nxt], dist + 1))
+                    frontier.append((nxt, dist + 1))
+        return found
+
+    def _hotness(self, node_id: str) -> tuple[float, str]:
+        return (self.nodes[node_id].recency_key, node_id)
+
+    def ancestors(self, node_id: str, depth: int | None = None) -> list[tuple[Node, int]]:
+        """What a node was built on, nearest first."""
+        return self._walk(node_id, self.parents, depth)
+
+    def discover(self, node_id: str, depth: int = 2) -> list[tuple[Node, int]]:
+        """What was built on a node: its children, their children, … up to `depth`."""
+        return self._walk(node_id, self.children, depth)
+
+    def path(self, start: str, goal: str) -> list[Node] | None:
+        """A shortest chain start -> … -> goal along the edges, or None."""
+        self.get(start)
+        self.get(goal)
+        previous: dict[str, str | None] = {start: None}
+        frontier = deque([start])
+        while frontier:
+            node_id = frontier.popleft()
+            if node_id == goal:
+                chain = []
+                step: str | None = node_id
+                while step is not None:
+                    chain.append(self.nodes[step])
+                    step = previous[step]
+                return chain[::-1]
+            for child in self.children[node_id]:
+                if child not in previous:
+                    previous[child] = node_id
+                    frontier.append(child)
+        return None
+
+    # ----------------------------------------------------------------- recency
+    def hot(self, n: int = 10) -> list[Node]:
+        """Pinned nodes first (hottest first), then the top of the splay tree."""
+        pinned = sorted(
+            (self.nodes[i] for i in self.pinned),
+            key=lambda node: (node.recency_key, node.id),
+            reverse=True,
+        )
+        result = pinned[:n]
+        for _key, node_id in self.order.descending():
+            if len(result) >= n:
+                break
+            node = self.nodes[node_id]
+            if not node.pinned:
+                result.append(node)
+        return result
+
+    def by_tag(self, tag: str) -> list[Node]:
+        """Every node with a tag, hottest first."""
+        ids = self.tags.get(tag, ())
+        return sorted((self.nodes[i] for i in ids), key=lambda n: (n.recency_key, n.id), reverse=True)
+
+    # ----------------------------------------------------------------- search
+    def _boost(self, node: Node, now: float, weight: float) -> float:
+        if not weight:
+            return 1.0
+        score = node.recency_score(now)
+        return 1.0 + weight * score / (1.0 + score)
+
+    def query(
+        self,
+        text: str,
+        k: int = 10,
+        *,
+        hint: str | None = None,
+        recency_weight: float | None = None,
+        tag: str | None = None,
+    ) -> list[Hit]:
+        """Search: idf of the shared words, boosted by recency; `hint` adds a second query."""
+        weight = self.recency_weight if recency_weight is None else recency_weight
+        query_words = words(text)
+        if hint:
+            # A word in both the query and the hint counts twice: both ask for it.
+            return self._rank_exhaustive(query_words, words(hint), k, weight, tag)
+        if tag is not None:
+            return self._rank_exhaustive(query_words, set(), k, weight, tag)
+        return self._rank_pruned(query_words, k, weight)
+
+    def _rank_exhaustive(self, query_words: set[str], hint_words: set[str], k: int, weight: float, tag: str | None) -> list[Hit]:
+        lexical = self.index.lexical_scores(query_words)
+        for node_id, score in self.index.lexical_scores(hint_words).items():
+            lexical[node_id] = lexical.get(node_id, 0.0) + score
+        if tag is not None:
+            allowed = self.tags.get(tag, set())
+            lexical = {i: s for i, s in lexical.items() if i in allowed}
+        return self._top(lexical, k, weight)
+
+    def _top(self, lexical: dict[str, float], k: int, weight: float) -> list[Hit]:
+        now = self.clock()
+        nodes = self.nodes
+        # Highest score first; equal scores go to the smaller id, so ties never depend on
+        # the order in which candidates were found.
+        best = heapq.nsmallest(
+            k,
+            ((score * self._boost(nodes[i], now, weight), i) for i, score in lexical.items()),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
+        return [Hit(nodes[i], score) for score, i in best]
+
+    def _rank_pruned(self, query_words: set[str], k: int, weight: float) -> list[Hit]:
+        """Top-k by the same score as `_rank_exhaustive`, skipping hopeless candidates.
+
+        Words are taken rarest first. Once the words left could not lift a node that
+        shares none of the words seen so far above the current k-th best, common
+        words only add to the candidates already found (MaxScore pruning; exact).
+        """
+        index = self.index
+        weighted = index.weighted_words(query_words)
+        if not weighted or k <= 0:
+            return []
+        remaining = sum(idf for idf, _ in weighted)
+        max_boost = 1.0 + weight
+        now = self.clock()
+        nodes = self.nodes
+        scores: dict[str, float] = {}
+        for position, (idf, word) in enumerate(weighted):
+            posting = index.posting(word)
+            if len(scores) >= k and position > 0:
+                kth = heapq.nlargest(k, (s * self._boost(nodes[i], now, weight) for i, s in scores.items()))[-1]
+                if remaining * max_boost < kth:
+                    for later_idf, later_word in weighted[position:]:
+                        later = index.posting(later_word)
+                        if len(later) < len(scores):
+                            for node_id in later:
+                                if node_id in scores:
+                                    scores[node_id] += later_idf
+                        else:
+                            for node_id in scores:
+                                if node_id in later:
+                                    scores[node_id] += later_idf
+                    break
+            for node_id in posting:
+                scores[node_id] = scores.get(node_id, 0.0) + idf
+            remaining -= idf
+        return self._top(scores, k, weight)
+
+    def related(self, text: str, k: int = 10, *, hint: str | None = None, recency_weight: float | None = None) -> list[Hit]:
+        """Search hits followed by their DAG parents and children.
+
+        A neighbour inherits a share of its hit's score (parents more than children),
+        so an old foundation under a strong recent hit outranks a weak direct match.
+        """
+        hits = self.query(text, k, hint=hint, recency_weight=recency_weight)
+        best: dict[str, Hit] = {hit.node.id: hit for hit in hits}
+        for hit in hits:
+            for share, neighbours, relation in (
+                (PARENT_SHARE, self.parents, "parent"),
+                (CHILD_SHARE, self.children, "child"),
+            ):
+                for other in neighbours[hit.node.id]:
+                    score = hit.score * share
+                    if other not in best or best[other].score < score:
+                        best[other] = Hit(self.nodes[other], score, f"{relation} of {hit.node.id}")
+        ranked = sorted(best.values(), key=lambda h: (-h.score, h.node.id))
+        return ranked[:k]
+
+    def prime(self, context: str = "", n: int = 10, depth: int = 2) -> dict[str, Any]:
+        """Session start: the hottest nodes, plus a short walk around the best match of `context`."""
+        focus = self.query(context, 1) if context.strip() else []
+        walk: list[tuple[Node, int, str]] = []
+        if focus:
+            focus_id = focus[0].node.id
+            walk = [(node, d, "ancestor") for node, d in self.ancestors(focus_id, depth)]
+            walk += [(node, d, "descendant") for node, d in self.discover(focus_id, depth)]
+        return {"hot": self.hot(n), "focus": focus[0] if focus else None, "walk": walk[: 2 * n]}
+
+    def summary(self, n: int = 5) -> dict[str, Any]:
+        return {
+            "nodes": len(self.nodes),
+            "edges": sum(len(kids) for kids in self.children.values()),
+            "pinned": len(self.pinned),
+            "tags": {tag: len(ids) for tag, ids in sorted(self.tags.items(), key=lambda t: (-len(t[1]), t[0]))},
+            "hypotheses": len(self.branch),
+            "hot": self.hot(n),
+        }
+
+    # ----------------------------------------------------------------- exploration
+    def explore(self, content: str, tags: Iterable[str] = (), *, parents: Iterable[str] = ()) -> Node:
+        """Add a hypothesis to the exploration branch; the graph itself is unchanged."""
+        content = content.strip() if isinstance(content, str) else content
+        if not isinstance(content, str) or not content:
+            raise SoulGraphError("content must be a non-empty string")
+        parents = list(dict.fromkeys(parents))
+        for parent in parents:
+            if parent not in self.nodes and parent not in self.branch:
+                raise UnknownNode(parent)
+        now = self.clock()
+        node = Node(id=self._new_id(), content=content, tags=list(dict.fromkeys(tags)),
+                    created_at=now, last_accessed=now, metadata={"hypothesis": True})
+        self.branch[node.id] = node
+        self.branch_parents[node.id] = set(parents)
+        return node
+
+    def promote(self, node_id: str) -> Node:
+        """Move one hypothesis into the graph, with its edges to parents already in the graph."""
+        if node_id not in self.branch:
+            raise SoulGraphError(f"{node_id!r} is not a hypothesis in the exploration branch")
+        node = self.branch.pop(node_id)
+        parents = [p for p in self.branch_parents.pop(node_id) if p in self.nodes]
+        node.metadata.pop("hypothesis", None)
+        node.metadata["promoted_at"] = self.clock()
+        self._insert(node)
+        for parent in parents:
+            self._add_edge(parent, node_id)
+        return node
+
+    # ----------------------------------------------------------------- portable forms
+    @classmethod
+    def from_dag(cls, dag: dict[str, Any], clock: Clock = time.time, **options: Any) -> "SoulGraph":
+        """Load the portable {"nodes": [...], "edges": [...]} form.
+
+        A node's `label` becomes its content, its `type` a tag, and `axiom` nodes are
+        pinned. An edge is {"from", "to"}, {"source", "target"}, {"parent", "child"} or
+        a [parent, child] pair.
+        """
+        graph = cls(clock=clock, **options)
+        for raw in dag.get("nodes", []):
+            node_type = raw.get("type")
+            tags = list(raw.get("tags", []))
+            if node_type and node_type not in tags:
+                tags.insert(0, node_type)
+            extra = {k: v for k, v in raw.items() if k not in {"id", "label", "content", "type", "tags"}}
+            graph.add(
+                str(raw.get("label") or raw.get("content") or ""),
+                tags,
+                node_id=str(raw["id"]) if "id" in raw else None,
+                pinned=node_type == "axiom" or bool(raw.get("pinned")),
+                metadata=extra,
+            )
+        for edge in dag.get("edges", []):
+            parent, child = _edge_ends(edge)
+            graph.link(parent, child)
+        return graph
+
+    def to_dag(self) -> dict[str, Any]:
+        return {
+            "nodes": [{"id": n.id, "label": n.content, "tags": n.tags, "pinned": n.pinned} for n in self.nodes.values()],
+            "edges": [{"from": p, "to": c} for p, c in sorted(self.edges())],
+        }
+
+
+def _edge_ends(edge: Any) -> tuple[str, str]:
+    if isinstance(edge, (list, tuple)) and len(edge) == 2:
+        return str(edge[0]), str(edge[1])
+    if isinstance(edge, dict):
+        for a, b in (("from", "to"), ("source", "target"), ("parent", "child")):
+            if a in edge and b in edge:
+                return str(edge[a]), str(edge[b])
+    raise SoulGraphError(f"cannot read edge {edge!r}: expected {{'from','to'}} or [parent, child]")
+
