@@ -394,31 +394,35 @@ class SoulGraph:
         weighted = index.weighted_words(query_words)
         if not weighted or k <= 0:
             return []
-        remaining = sum(idf for idf, _ in weighted)
+        # What a node not seen yet could still score: the sum of the words left, added in
+        # the same order as its real score would be, so a tie is never pruned away.
+        suffix = [sum(idf for idf, _ in weighted[position:]) for position in range(len(weighted))]
         max_boost = 1.0 + weight
         now = self.clock()
         nodes = self.nodes
         scores: dict[str, float] = {}
         for position, (idf, word) in enumerate(weighted):
-            posting = index.posting(word)
             if len(scores) >= k and position > 0:
                 kth = heapq.nlargest(k, (s * self._boost(nodes[i], now, weight) for i, s in scores.items()))[-1]
-                if remaining * max_boost < kth:
-                    for later_idf, later_word in weighted[position:]:
-                        later = index.posting(later_word)
-                        if len(later) < len(scores):
-                            for node_id in later:
-                                if node_id in scores:
-                                    scores[node_id] += later_idf
-                        else:
-                            for node_id in scores:
-                                if node_id in later:
-                                    scores[node_id] += later_idf
+                if suffix[position] * max_boost * (1 + 1e-9) < kth:
+                    self._add_to_known(scores, weighted[position:])
                     break
-            for node_id in posting:
+            for node_id in index.posting(word):
                 scores[node_id] = scores.get(node_id, 0.0) + idf
-            remaining -= idf
         return self._top(scores, k, weight)
+
+    def _add_to_known(self, scores: dict[str, float], weighted: list[tuple[float, str]]) -> None:
+        """Add the remaining words' weights to the candidates already found, and no others."""
+        for idf, word in weighted:
+            posting = self.index.posting(word)
+            if len(posting) < len(scores):
+                for node_id in posting:
+                    if node_id in scores:
+                        scores[node_id] += idf
+            else:
+                for node_id in scores:
+                    if node_id in posting:
+                        scores[node_id] += idf
 
     def related(self, text: str, k: int = 10, *, hint: str | None = None, recency_weight: float | None = None) -> list[Hit]:
         """Search hits followed by their DAG parents and children.

@@ -1,0 +1,175 @@
+"""Invariants that must hold after any sequence of operations (hypothesis, stateful).
+
+After every step: the splay tree's order is the recency score's order computed from
+scratch; the edges form a DAG; the index answers what a brute-force scan answers;
+and saving then loading gives an equal graph.
+"""
+
+import math
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from soulgraph.graph import DAY, CycleError, SoulGraph
+from soulgraph.index import words
+from soulgraph.store import SoulFile
+
+VOCABULARY = ["splay", "tree", "deploy", "host", "memory", "graph", "agent", "hermes", "venv", "axiom", "the", "a"]
+texts = st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=6).map(" ".join)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def brute_force_query(graph: SoulGraph, text: str, k: int, weight: float) -> list[tuple[str, float]]:
+    """The scoring rule written out plainly over every node, for comparison."""
+    query = words(text)
+    n_docs = len(graph.nodes)
+    df = {w: sum(1 for node in graph.nodes.values() if w in words(node.content + " " + " ".join(node.tags))) for w in query}
+    order = sorted((w for w in query if df[w]), key=lambda w: (-math.log1p(n_docs / df[w]), w))
+    results = []
+    for node in graph.nodes.values():
+        doc = words(node.content + " " + " ".join(node.tags))
+        lexical = 0.0
+        for w in order:
+            if w in doc:
+                lexical += math.log1p(n_docs / df[w])
+        if lexical:
+            recency = node.recency_score(graph.clock())
+            boost = 1.0 + weight * recency / (1.0 + recency) if weight else 1.0
+            results.append((node.id, lexical * boost))
+    results.sort(key=lambda pair: (-pair[1], pair[0]))
+    return results[:k]
+
+
+class GraphMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = Clock()
+        self.graph = SoulGraph(clock=self.clock)
+        self.folder = tempfile.TemporaryDirectory()
+        self.soul = SoulFile(Path(self.folder.name) / "soul.json", clock=self.clock)
+
+    def teardown(self) -> None:
+        self.folder.cleanup()
+
+    def ids(self) -> list[str]:
+        return sorted(self.graph.nodes)
+
+    @rule(content=texts, tags=st.lists(st.sampled_from(["lesson", "axiom", "project:x"]), max_size=2),
+          n_parents=st.integers(0, 2), data=st.data())
+    def add(self, content, tags, n_parents, data):
+        ids = self.ids()
+        parents = data.draw(st.lists(st.sampled_from(ids), max_size=n_parents)) if ids else []
+        self.graph.add(content, tags, parents=parents)
+
+    @precondition(lambda self: len(self.graph) >= 2)
+    @rule(data=st.data())
+    def link(self, data):
+        parent = data.draw(st.sampled_from(self.ids()))
+        child = data.draw(st.sampled_from(self.ids()))
+        edges_before = set(self.graph.edges())
+        try:
+            self.graph.link(parent, child)
+        except CycleError:
+            assert set(self.graph.edges()) == edges_before  # a refusal changes nothing
+
+    @precondition(lambda self: len(self.graph) >= 1)
+    @rule(data=st.data())
+    def splay(self, data):
+        self.graph.splay(data.draw(st.sampled_from(self.ids())))
+
+    @precondition(lambda self: len(self.graph) >= 1)
+    @rule(data=st.data(), pinned=st.booleans())
+    def pin(self, data, pinned):
+        self.graph.pin(data.draw(st.sampled_from(self.ids())), pinned)
+
+    @rule(seconds=st.floats(0, 10 * DAY))
+    def time_passes(self, seconds):
+        self.clock.now += seconds
+
+    @rule(content=texts)
+    def explore(self, content):
+        self.graph.explore(content)
+
+    @precondition(lambda self: bool(self.graph.branch))
+    @rule(data=st.data())
+    def promote(self, data):
+        self.graph.promote(data.draw(st.sampled_from(sorted(self.graph.branch))))
+
+    @rule(text=texts, k=st.integers(1, 8), weight=st.sampled_from([0.0, 0.5, 2.0]))
+    def query_matches_brute_force(self, text, k, weight):
+        got = [(h.node.id, h.score) for h in self.graph.query(text, k, recency_weight=weight)]
+        assert got == brute_force_query(self.graph, text, k, weight)
+
+    @invariant()
+    def tree_order_is_score_order(self):
+        now = self.clock.now
+        ascending = [node_id for _, node_id in self.graph.order.ascending()]
+        assert sorted(ascending) == sorted(self.graph.nodes)
+        scores = [self.graph.nodes[i].recency_score(now) for i in ascending]
+        for lower, higher in zip(scores, scores[1:]):
+            assert lower <= higher * (1 + 1e-9) or lower <= 1e-300
+
+    @invariant()
+    def edges_are_acyclic(self):
+        # Kahn's algorithm: every node is removed iff there is no cycle.
+        indegree = {i: len(self.graph.parents[i]) for i in self.graph.nodes}
+        ready = [i for i, d in indegree.items() if d == 0]
+        removed = 0
+        while ready:
+            node_id = ready.pop()
+            removed += 1
+            for child in self.graph.children[node_id]:
+                indegree[child] -= 1
+                if indegree[child] == 0:
+                    ready.append(child)
+        assert removed == len(self.graph.nodes)
+
+    @invariant()
+    def save_then_load_is_equal(self):
+        self.soul.save(self.graph)
+        loaded = SoulFile(self.soul.path, clock=self.clock).graph()
+        assert {i: n.to_dict() for i, n in loaded.nodes.items()} == {i: n.to_dict() for i, n in self.graph.nodes.items()}
+        assert set(loaded.edges()) == set(self.graph.edges())
+        assert {i: n.to_dict() for i, n in loaded.branch.items()} == {i: n.to_dict() for i, n in self.graph.branch.items()}
+        assert loaded.branch_parents == self.graph.branch_parents
+        assert [n.id for n in loaded.hot(10)] == [n.id for n in self.graph.hot(10)]
+        assert loaded.next_id == self.graph.next_id
+
+
+GraphMachine.TestCase.settings = settings(
+    max_examples=60, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+TestGraphProperties = GraphMachine.TestCase
+
+
+# Skewed word frequencies, so that queries mix rare and common words and the pruned
+# search really does skip candidates.
+ZIPF_WORDS = [f"w{i}" for i in range(30)]
+zipf_text = st.lists(st.integers(0, 29).map(lambda i: ZIPF_WORDS[min(i, (i * i) // 29)]), min_size=1, max_size=8).map(" ".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    docs=st.lists(st.tuples(zipf_text, st.integers(0, 5), st.floats(0, 3 * DAY)), min_size=1, max_size=60),
+    question=zipf_text,
+    k=st.integers(1, 10),
+    weight=st.sampled_from([0.0, 0.3, 0.5, 3.0]),
+)
+def test_pruned_search_equals_brute_force(docs, question, k, weight):
+    clock = Clock()
+    graph = SoulGraph(clock=clock)
+    for text, uses, age in docs:
+        node = graph.add(text, created_at=clock.now - age)
+        for _ in range(uses):
+            graph.splay(node.id, at=clock.now - age)
+    got = [(h.node.id, h.score) for h in graph.query(question, k, recency_weight=weight)]
+    assert got == brute_force_query(graph, question, k, weight)
