@@ -11,6 +11,7 @@ Facts behind the parsers are written down in docs/hermes-facts.md.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -275,6 +276,31 @@ def mcp_test(home: Path | str, name: str, *, timeout: float = 120) -> McpTestRep
     """`hermes mcp test NAME`, read from its output (it exits 0 on failure)."""
     proc = run_hermes(home, "mcp", "test", name, timeout=timeout)
     return parse_mcp_test(name, _output(proc), proc.returncode)
+
+
+# What the agent itself would register: no CLI command connects and lists the
+# prefixed tool names, so ask Hermes' own discovery (its public entry points
+# discover_mcp_tools / shutdown_mcp_servers) in its own Python.
+_REGISTERED_SNIPPET = """
+import json
+from tools.mcp_tool import discover_mcp_tools, shutdown_mcp_servers
+from tools.registry import registry
+names = sorted(discover_mcp_tools())
+print("SOULFLEET-TOOLS " + json.dumps({n: registry.get_toolset_for_tool(n) for n in names}))
+shutdown_mcp_servers()
+"""
+
+
+def registered_mcp_tools(home: Path | str, *, timeout: float = 120) -> dict[str, str]:
+    """{tool name as the agent sees it: toolset}, e.g. mcp__soul__soul_add: mcp-soul."""
+    python = ensure_hermes_venv().parent / "python"
+    proc = subprocess.run([str(python), "-c", _REGISTERED_SNIPPET],
+                          env=hermes_env(Path(home)), capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+    for line in proc.stdout.splitlines():
+        if line.startswith("SOULFLEET-TOOLS "):
+            return json.loads(line.split(" ", 1)[1])
+    raise RuntimeError(f"Hermes tool discovery failed:\n{_output(proc)}")
 
 
 @dataclass

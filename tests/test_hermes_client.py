@@ -126,6 +126,21 @@ def test_stdio_server_gets_only_safe_env_plus_entry_env(home, probe_server, tmp_
 
 
 @pytest.mark.hermes
+def test_resources_prompts_false_suppresses_helper_tools(home, probe_server):
+    hc.add_mcp_server(home, "quiet", probe_entry(probe_server))
+    loud = probe_entry(probe_server)
+    del loud["tools"]
+    hc.add_mcp_server(home, "loud", loud)
+    tools = hc.registered_mcp_tools(home)
+    assert {n for n in tools if n.startswith("mcp__quiet__")} == {
+        "mcp__quiet__echo_text", "mcp__quiet__add_numbers"}
+    assert {n for n in tools if n.startswith("mcp__loud__")} == {
+        "mcp__loud__echo_text", "mcp__loud__add_numbers", "mcp__loud__list_resources",
+        "mcp__loud__read_resource", "mcp__loud__list_prompts", "mcp__loud__get_prompt"}
+    assert tools["mcp__quiet__echo_text"] == "mcp-quiet"
+
+
+@pytest.mark.hermes
 def test_written_skill_appears_in_skills_list(home):
     skill = home / "skills" / "soulfleet-test" / "probe-skill" / "SKILL.md"
     skill.parent.mkdir(parents=True)
