@@ -38,17 +38,9 @@ PROBE_SERVER = textwrap.dedent('''
 ''')
 
 
-@pytest.fixture(scope="session")
-def hermes_exe():
-    try:
-        return hc.ensure_hermes_venv()
-    except hc.HermesUnavailable as exc:
-        pytest.skip(f"cannot create the Hermes venv ({hc.HERMES_REQUIREMENT}): {exc}")
-
-
 @pytest.fixture
-def home(hermes_exe, tmp_path):
-    return hc.make_hermes_home(tmp_path / "hermes-home")
+def home(hermes_home):
+    return hermes_home
 
 
 @pytest.fixture

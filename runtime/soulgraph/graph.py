@@ -125,6 +125,7 @@ class SoulGraph:
         self.next_id = 1
         # Ids of nodes changed since the store last saved, so a save re-encodes only those.
         self.dirty: set[str] = set()
+        self.branch_dirty = False
         # The exploration branch: hypotheses that may later be promoted. It holds only
         # what differs from the graph (a copy-on-write view), so it costs nothing to keep.
         self.branch: dict[str, Node] = {}
@@ -186,6 +187,11 @@ class SoulGraph:
         for parent in parents:
             self._add_edge(parent, node_id)
         return node
+
+    @property
+    def changed(self) -> bool:
+        """Has anything changed since the store last saved?"""
+        return bool(self.dirty) or self.branch_dirty
 
     def _insert(self, node: Node) -> None:
         self.nodes[node.id] = node
@@ -479,6 +485,7 @@ class SoulGraph:
                     created_at=now, last_accessed=now, metadata={"hypothesis": True})
         self.branch[node.id] = node
         self.branch_parents[node.id] = set(parents)
+        self.branch_dirty = True
         return node
 
     def promote(self, node_id: str) -> Node:
@@ -486,6 +493,7 @@ class SoulGraph:
         if node_id not in self.branch:
             raise SoulGraphError(f"{node_id!r} is not a hypothesis in the exploration branch")
         node = self.branch.pop(node_id)
+        self.branch_dirty = True
         parents = [p for p in self.branch_parents.pop(node_id) if p in self.nodes]
         node.metadata.pop("hypothesis", None)
         node.metadata["promoted_at"] = self.clock()

@@ -96,6 +96,7 @@ def decode(text: str, path: Path, clock: Clock = time.time, recency_weight: floa
     except (KeyError, TypeError, ValueError) as exc:
         raise SoulFileError(path, f"damaged soul graph ({type(exc).__name__}: {exc}); left untouched") from None
     graph.dirty.clear()
+    graph.branch_dirty = False
     return graph
 
 
@@ -183,7 +184,7 @@ class SoulFile:
             except BaseException:
                 self._graph = None  # re-read on next use: the file is the truth
                 raise
-            if graph.dirty or self._signature is None:
+            if graph.changed or self._signature is None:
                 self._save(graph)
 
     def save(self, graph: SoulGraph) -> None:
@@ -196,6 +197,7 @@ class SoulFile:
         for node_id in graph.dirty:
             self._encoded[node_id] = encode_node(graph, node_id)
         graph.dirty.clear()
+        graph.branch_dirty = False
         missing = graph.nodes.keys() - self._encoded.keys()
         for node_id in missing:  # first save after a load: encode everything once
             self._encoded[node_id] = encode_node(graph, node_id)
