@@ -378,16 +378,26 @@ class SoulGraph:
         return self._top(lexical, k, weight)
 
     def _top(self, lexical: dict[str, float], k: int, weight: float) -> list[Hit]:
-        now = self.clock()
+        """The k best of the candidates once recency is applied; highest score first,
+        equal scores to the smaller id, so ties never depend on how candidates were found."""
         nodes = self.nodes
-        # Highest score first; equal scores go to the smaller id, so ties never depend on
-        # the order in which candidates were found.
-        best = heapq.nsmallest(
-            k,
-            ((score * self._boost(nodes[i], now, weight), i) for i, score in lexical.items()),
-            key=lambda pair: (-pair[0], pair[1]),
-        )
-        return [Hit(nodes[i], score) for score, i in best]
+        if k <= 0 or not lexical:
+            return []
+        by_score = lambda pair: (-pair[0], pair[1])  # noqa: E731
+        if not weight:
+            best = heapq.nsmallest(k, ((score, i) for i, score in lexical.items()), key=by_score)
+            return [Hit(nodes[i], score) for score, i in best]
+        pool: Iterable[tuple[str, float]] = lexical.items()
+        if len(lexical) > k:
+            # The boost lies in [1, 1 + weight), so the k best lexical scores are floors for
+            # the k-th final score: a node whose best possible final is below the k-th
+            # lexical score cannot make the top k, and needs no recency computed.
+            kth_lexical = heapq.nlargest(k, lexical.values())[-1]
+            cutoff = kth_lexical / (1.0 + weight) * (1 - 1e-12)
+            pool = [(i, s) for i, s in lexical.items() if s >= cutoff]
+        now = self.clock()
+        finals = ((score * self._boost(nodes[i], now, weight), i) for i, score in pool)
+        return [Hit(nodes[i], score) for score, i in heapq.nsmallest(k, finals, key=by_score)]
 
     def _rank_pruned(self, query_words: set[str], k: int, weight: float) -> list[Hit]:
         """Top-k by the same score as `_rank_exhaustive`, skipping hopeless candidates.
@@ -404,13 +414,12 @@ class SoulGraph:
         # the same order as its real score would be, so a tie is never pruned away.
         suffix = [sum(idf for idf, _ in weighted[position:]) for position in range(len(weighted))]
         max_boost = 1.0 + weight
-        now = self.clock()
-        nodes = self.nodes
         scores: dict[str, float] = {}
         for position, (idf, word) in enumerate(weighted):
-            if len(scores) >= k and position > 0:
-                kth = heapq.nlargest(k, (s * self._boost(nodes[i], now, weight) for i, s in scores.items()))[-1]
-                if suffix[position] * max_boost * (1 + 1e-9) < kth:
+            if position and len(scores) >= k:
+                # Lexical scores are floors of final scores (the boost is at least 1).
+                kth_lexical = heapq.nlargest(k, scores.values())[-1]
+                if suffix[position] * max_boost * (1 + 1e-9) < kth_lexical:
                     self._add_to_known(scores, weighted[position:])
                     break
             for node_id in index.posting(word):

@@ -87,7 +87,10 @@ def decode(text: str, path: Path, clock: Clock = time.time, recency_weight: floa
             graph._insert(node)
             edges.extend((str(parent), node.id) for parent in record.get("parents", []))
         for parent, child in edges:
-            graph.link(parent, child)
+            graph.get(parent)  # an edge to a node that is not there: damaged
+            graph.children[parent].add(child)
+            graph.parents[child].add(parent)
+        _check_acyclic(graph)  # once for the whole file, not a cycle search per edge
         for record in data.get("exploration", {}).get("nodes", []):
             node = Node.from_dict(record)
             graph.branch[node.id] = node
@@ -98,6 +101,23 @@ def decode(text: str, path: Path, clock: Clock = time.time, recency_weight: floa
     graph.dirty.clear()
     graph.branch_dirty = False
     return graph
+
+
+def _check_acyclic(graph: SoulGraph) -> None:
+    """Kahn's algorithm: every node can be taken in parent-first order iff there is no cycle."""
+    indegree = {node_id: len(parents) for node_id, parents in graph.parents.items()}
+    ready = [node_id for node_id, degree in indegree.items() if degree == 0]
+    taken = 0
+    while ready:
+        node_id = ready.pop()
+        taken += 1
+        for child in graph.children[node_id]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                ready.append(child)
+    if taken != len(graph.nodes):
+        stuck = sorted(node_id for node_id, degree in indegree.items() if degree > 0)[:5]
+        raise ValueError(f"the edges form a cycle through {', '.join(stuck)}")
 
 
 class SoulFile:
