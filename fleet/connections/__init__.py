@@ -1,0 +1,1 @@
+"""How the fleet reaches a host: one module per transport."""
