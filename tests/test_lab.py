@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.conftest import lab_fixture
-from tests.lab import FakeCommand, Lab, LabHost, unavailable_reason
+from tests.lab import FakeCommand, Lab, LabHost, inventory_data, unavailable_reason
 
 pytestmark = pytest.mark.lab
 
@@ -188,3 +188,35 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_hosts_can_build_a_venv_with_system_python(ssh_lab):
+    """Hosts use Debian's /usr/bin/python3 (the dev pyenv under /root is private to root)."""
+    host = ssh_lab.hosts[0]
+    out = run(ssh_lab, host, "command -v python3; python3 -m venv ~/probe-venv && "
+                             "~/probe-venv/bin/python -c 'import sys; print(sys.prefix)'; "
+                             "rm -rf ~/probe-venv")
+    assert out.splitlines() == ["/usr/bin/python3", f"{host.home}/probe-venv"]
+
+
+def test_inventory_data_groups_and_vars(tmp_path):
+    hosts = [LabHost(name=f"h{i}", address=f"127.0.9.{i}", port=2200 + i, user=f"u{i}",
+                     home=tmp_path / f"h{i}", key=tmp_path / "key", known_hosts=tmp_path / "kh",
+                     state_dir=tmp_path / f"s{i}") for i in (1, 2, 3)]
+    data = inventory_data(hosts, groups={"hub": ["h1"], "workers": ["h2", "h3"]},
+                          host_vars={"h1": {"platform": "macos"}},
+                          common_vars={"runtime_root": "~/.soulfleet"})
+    children = data["all"]["children"]
+    assert children["hub"]["hosts"]["h1"] == {"address": "127.0.9.1", "port": 2201, "user": "u1",
+                                              "key": str(tmp_path / "key"), "platform": "macos"}
+    assert list(children["workers"]["hosts"]) == ["h2", "h3"]
+    assert data["all"]["vars"] == {"known_hosts": str(tmp_path / "kh"),
+                                   "runtime_root": "~/.soulfleet"}
+    assert hosts[1].known_hosts_name == "[127.0.9.2]:2202"
+
+
+def test_unavailable_reason_names_the_problem(monkeypatch, tmp_path):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert "root" in unavailable_reason()
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert "openssh-server" in unavailable_reason(str(tmp_path / "no-sshd"))
