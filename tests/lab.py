@@ -680,6 +680,8 @@ def main(argv: list[str] | None = None) -> int:
         clean_slot(lab.root, args.slot)
         return 0
 
+    # Tear down on SIGTERM too, not only Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with Lab(args.n, slot=args.slot) as lab:
         if args.inventory:
             lab.write_inventory(args.inventory)
