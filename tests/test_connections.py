@@ -6,6 +6,7 @@ import hashlib
 import os
 import socket
 import stat
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -78,10 +79,7 @@ def _current_umask() -> int:
 
 # -- ssh -----------------------------------------------------------------------------------------
 
-pytest_lab = pytest.mark.lab
-
-
-@pytest_lab
+@pytest.mark.lab
 class TestSSHCommands:
     def test_run_as_the_host_user(self, ssh_lab):
         for host in ssh_lab.hosts:
@@ -130,7 +128,7 @@ class TestSSHCommands:
             assert list(pool.map(whoami, ssh_lab.hosts)) == [h.user for h in ssh_lab.hosts]
 
 
-@pytest_lab
+@pytest.mark.lab
 class TestSSHFiles:
     def test_put_atomic_with_modes(self, ssh_lab):
         host = ssh_lab.hosts[0]
@@ -164,7 +162,7 @@ def _uid(host: LabHost) -> int:
     return pwd.getpwnam(host.user).pw_uid
 
 
-@pytest_lab
+@pytest.mark.lab
 class TestSSHHostKeys:
     def test_unknown_key_is_refused_with_a_clear_message(self, ssh_lab, tmp_path):
         host = ssh_lab.hosts[0]
@@ -204,6 +202,17 @@ class TestSSHHostKeys:
         lines = sorted(fresh.read_text().splitlines())
         assert lines == sorted(f"{h.address} {h.public_host_key()}" for h in ssh_lab.hosts)
 
+    def test_key_of_another_type_counts_as_changed(self, ssh_lab, tmp_path):
+        host = ssh_lab.hosts[0]
+        other = tmp_path / "ecdsa_key"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", str(other)], check=True)
+        kind, blob = (tmp_path / "ecdsa_key.pub").read_text().split()[:2]
+        known = tmp_path / "known_hosts"
+        known.write_text(f"{host.address} {kind} {blob}\n")
+        with pytest.raises(HostKeyRejected) as info:
+            ssh(ssh_lab, host, known_hosts=known, accept_new=True).connect()
+        assert info.value.reason == "changed"
+
     def test_changed_key_is_refused_even_with_accept_new(self, ssh_lab):
         bad, good = ssh_lab.hosts[2], ssh_lab.hosts[3]
         ssh_lab.tamper_known_hosts(bad)
@@ -220,7 +229,7 @@ class TestSSHHostKeys:
             assert conn.run("id -un").stdout.strip() == good.user
 
 
-@pytest_lab
+@pytest.mark.lab
 class TestSSHFailures:
     def test_stopped_host_is_unreachable_quickly(self, ssh_lab):
         host = ssh_lab.stop(4)

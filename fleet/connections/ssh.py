@@ -37,6 +37,11 @@ def fingerprint(key: paramiko.PKey) -> str:
     return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
 
 
+def _describe(key: paramiko.PKey | None) -> str:
+    # paramiko reports no expected key when known_hosts lists the host with another key type.
+    return f"{key.get_name()} {fingerprint(key)}" if key is not None else "a key of another type"
+
+
 def known_hosts_name(address: str, port: int) -> str:
     return address if port == 22 else f"[{address}]:{port}"
 
@@ -121,8 +126,8 @@ class SSHConnection(Connection):
             client.close()
             raise HostKeyRejected(
                 self.host, self.address, "changed", self.known_hosts,
-                offered=f"{e.key.get_name()} {fingerprint(e.key)}",
-                expected=f"{e.expected_key.get_name()} {fingerprint(e.expected_key)}") from None
+                offered=_describe(e.key),
+                expected=_describe(e.expected_key)) from None
         except paramiko.AuthenticationException as e:
             client.close()
             raise AuthenticationFailed(
