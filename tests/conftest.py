@@ -1,10 +1,28 @@
-"""Fixtures shared across the suite. Test helpers live in plain modules beside this file."""
+"""Shared fixtures: the real Hermes client and the SSH lab. Helpers live in plain modules here.
+
+Outside CI a fixture whose real part cannot run here (no root for the lab, no package index
+for Hermes) skips with the reason. In CI (CI set) everything is installed, so it fails.
+"""
+
+from __future__ import annotations
 
 import os
 
 import pytest
 
-import hermes_client
+from tests import hermes_client
+from tests.lab import Lab, unavailable_reason
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "lab: needs the real SSH lab (root and /usr/sbin/sshd; see .ci/setup-system)")
+
+
+def skip_or_fail(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must be able to run this: {reason}")
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -13,12 +31,35 @@ def hermes_exe():
     try:
         return hermes_client.ensure_hermes_venv()
     except hermes_client.HermesUnavailable as exc:
-        if os.environ.get("CI"):
-            raise  # CI installs everything; a missing Hermes there is a failure, not a skip
-        pytest.skip(f"cannot create the Hermes venv ({hermes_client.HERMES_REQUIREMENT}): {exc}")
+        skip_or_fail(f"cannot create the Hermes venv ({hermes_client.HERMES_REQUIREMENT}): {exc}")
 
 
 @pytest.fixture
 def hermes_home(hermes_exe, tmp_path):
     """A fresh Hermes home, written by Hermes itself."""
     return hermes_client.make_hermes_home(tmp_path / "hermes-home")
+
+
+def lab_fixture(n: int, scope: str = "module"):
+    """Make a fixture yielding an n-host Lab, e.g. `big_lab = lab_fixture(20)` in a test module."""
+
+    @pytest.fixture(scope=scope)
+    def _lab():
+        reason = unavailable_reason()
+        if reason:
+            skip_or_fail(reason)
+        with Lab(n) as lab:
+            yield lab
+
+    return _lab
+
+
+_ssh_lab_session = lab_fixture(5, scope="session")
+
+
+@pytest.fixture
+def ssh_lab(_ssh_lab_session: Lab) -> Lab:
+    """The session's 5-host lab, healed after each test (stopped hosts restarted, known_hosts
+    restored, stand-in commands removed), so fault injection never leaks between tests."""
+    yield _ssh_lab_session
+    _ssh_lab_session.heal()

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-import hermes_client as hc
+from tests import hermes_client as hc
 
 PROBE_SERVER = textwrap.dedent('''
     import json, os, sys

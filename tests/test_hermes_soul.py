@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-import hermes_client
+from tests import hermes_client
 from soulgraph.mcp import TOOL_NAMES
 
 pytestmark = pytest.mark.hermes

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from mcp_session import with_server
+from tests.mcp_session import with_server
 from soulgraph.mcp import TOOL_NAMES
 
 READ_TOOLS = {"soul_prime", "soul_related", "soul_query", "soul_hot", "soul_discover", "soul_by_tag", "soul_summary"}
