@@ -170,10 +170,15 @@ def _splice(text: str, doc: Any, name: str, entry: dict[str, Any]) -> str | None
             return None  # a flow-style or indented top level
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.splitlines(keepends=True)
-    if lines and not lines[-1].endswith(("\n", "\r")):
-        lines[-1] += newline  # we may append after it
+
+    def replace(start: int, end: int, new: list[str]) -> str:
+        before = lines[:start]
+        if before and end == len(lines) and not before[-1].endswith(("\n", "\r")):
+            before[-1] += newline  # appending after a last line that had no newline
+        return "".join(before + new + lines[end:])
+
     if SERVERS_KEY not in doc_keys:
-        return "".join(lines + [SERVERS_KEY + ":" + newline] + render_entry(name, entry, 2, newline))
+        return replace(len(lines), len(lines), [SERVERS_KEY + ":" + newline] + render_entry(name, entry, 2, newline))
     servers = doc[SERVERS_KEY]
     top_line = doc.lc.key(SERVERS_KEY)[0]
     top_end = _trim(lines, top_line, _value_end(doc, SERVERS_KEY, len(lines)))
@@ -182,15 +187,15 @@ def _splice(text: str, doc: Any, name: str, entry: dict[str, Any]) -> str | None
             return None  # an empty value spread over several lines: rare, let ruamel do it
         comment = lines[top_line].partition("#")[2].rstrip("\r\n")
         key_line = SERVERS_KEY + ":" + (f"  #{comment}" if comment else "") + newline
-        return "".join(lines[:top_line] + [key_line] + render_entry(name, entry, 2, newline) + lines[top_end:])
+        return replace(top_line, top_end, [key_line] + render_entry(name, entry, 2, newline))
     if not _is_block(servers, top_line):
         return None
     indent = servers.lc.key(next(iter(servers)))[1]
     if name not in servers:
-        return "".join(lines[:top_end] + render_entry(name, entry, indent, newline) + lines[top_end:])
+        return replace(top_end, top_end, render_entry(name, entry, indent, newline))
     start = servers.lc.key(name)[0]
     end = _trim(lines, start, _value_end(servers, name, top_end))
-    return "".join(lines[:start] + render_entry(name, entry, indent, newline) + lines[end:])
+    return replace(start, end, render_entry(name, entry, indent, newline))
 
 
 def _dump_whole(text: str, name: str, entry: dict[str, Any]) -> str:
