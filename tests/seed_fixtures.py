@@ -46,6 +46,16 @@ BACKUP_ENTRIES = [
 ]
 
 
+def snapshot(root: Path) -> dict[str, tuple[bytes | None, int, int]]:
+    """Every file and folder under root: bytes, mode and mtime."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+        found[str(path.relative_to(root))] = (data, st.st_mode, st.st_mtime_ns)
+    return found
+
+
 def write_home(home: Path) -> Path:
     (home / "memories").mkdir(parents=True, exist_ok=True)
     (home / "skills").mkdir(exist_ok=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from seed_fixtures import CONFIG_WITH_SERVERS, write_home
+from seed_fixtures import CONFIG_WITH_SERVERS, snapshot, write_home
 from soulgraph import install as install_module
 from soulgraph.install import install
 from soulgraph.skill import SKILL_RELPATH, skill_text
@@ -19,16 +19,6 @@ REPORT_KEYS = {
     "hermes_home", "profile", "check", "status", "config", "mcp_server", "backup", "config_diff",
     "seed", "seed_nodes", "soul_file", "skill", "skill_file", "warnings", "errors",
 }
-
-
-def snapshot(root: Path) -> dict[str, tuple[bytes | None, int, int]]:
-    """Every file and folder under root: bytes, mode and mtime."""
-    found = {}
-    for path in sorted(root.rglob("*")):
-        st = path.lstat()
-        data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
-        found[str(path.relative_to(root))] = (data, st.st_mode, st.st_mtime_ns)
-    return found
 
 
 def load(path: Path):
