@@ -180,11 +180,11 @@ def test_home_without_config_is_skipped(tmp_path, capsys):
 @pytest.mark.parametrize("text, message", [
     ("model: [unclosed\n", "is not valid YAML"),
     ("a: 1\na: 2\n", "is not valid YAML (DuplicateKeyError"),
-    ("- just\n- a list\n", "is a YAML CommentedSeq, not a mapping of settings; left untouched"),
-    ("plain text\n", "is a YAML str, not a mapping of settings; left untouched"),
+    ("- just\n- a list\n", "holds a YAML list, not a mapping of settings; left untouched"),
+    ("plain text\n", "holds a YAML string, not a mapping of settings; left untouched"),
     ("mcp_servers:\n  - name: soul\n    command: x\n",
-     "mcp_servers is a CommentedSeq, but Hermes expects a mapping of server name -> settings; left untouched"),
-    ("mcp_servers:\n  soul: python -m soulgraph.mcp\n", "mcp_servers.soul is a str, not a mapping; left untouched"),
+     "mcp_servers is a list, but Hermes expects a mapping of server name -> settings; left untouched"),
+    ("mcp_servers:\n  soul: python -m soulgraph.mcp\n", "mcp_servers.soul is a string, not a mapping; left untouched"),
 ])
 def test_bad_config_is_left_untouched_with_a_clear_error(home, capsys, text, message):
     (home / "config.yaml").write_text(text)

@@ -53,6 +53,14 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _kind(value: Any) -> str:
+    """A YAML value's kind in the words a user would use (not ruamel's class names)."""
+    for types, word in ((bool, "boolean"), (dict, "mapping"), (list, "list"), (str, "string"), ((int, float), "number")):
+        if isinstance(value, types):
+            return word
+    return type(value).__name__
+
+
 def _load(text: str, label: str) -> Any:
     try:
         return YAML(typ="rt").load(text)
@@ -89,16 +97,16 @@ def plan_entry(text: str, name: str, managed: dict[str, Any], defaults: dict[str
     if doc is None:  # empty, or only comments
         doc = {}
     if not isinstance(doc, dict):
-        raise ConfigError(f"{label} is a YAML {type(doc).__name__}, not a mapping of settings; left untouched")
+        raise ConfigError(f"{label} holds a YAML {_kind(doc)}, not a mapping of settings; left untouched")
     servers = doc.get(SERVERS_KEY)
     if servers is not None and not isinstance(servers, dict):
         raise ConfigError(
-            f"{label}: {SERVERS_KEY} is a {type(servers).__name__}, but Hermes expects a mapping "
+            f"{label}: {SERVERS_KEY} is a {_kind(servers)}, but Hermes expects a mapping "
             f"of server name -> settings; left untouched"
         )
     existing = servers.get(name) if servers else None
     if existing is not None and not isinstance(existing, dict):
-        raise ConfigError(f"{label}: {SERVERS_KEY}.{name} is a {type(existing).__name__}, not a mapping; left untouched")
+        raise ConfigError(f"{label}: {SERVERS_KEY}.{name} is a {_kind(existing)}, not a mapping; left untouched")
     entry = merge_entry(existing, managed, defaults)
     warnings = []
     if entry.get("enabled") is False:
