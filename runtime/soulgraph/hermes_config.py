@@ -65,7 +65,11 @@ def _load(text: str, label: str) -> Any:
     try:
         return YAML(typ="rt").load(text)
     except Exception as exc:  # ruamel raises many error types; all mean "cannot parse"
-        detail = " ".join(str(exc).split())
+        mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+        if mark is not None and problem:
+            detail = f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+        else:
+            detail = " ".join(str(exc).split())
         raise ConfigError(f"{label} is not valid YAML ({type(exc).__name__}: {detail}); left untouched") from None
 
 
