@@ -243,8 +243,8 @@ def _same_name_elsewhere(home: Path, ours: Path) -> Path | None:
     if not skills.is_dir():
         return None
     for found in skills.rglob("SKILL.md"):
-        if found == ours:
-            continue
+        if found == ours or any(part.startswith(".") for part in found.relative_to(skills).parts):
+            continue  # Hermes skips hidden folders (.hub, .archive, .git)
         try:
             head = found.read_text(encoding="utf-8", errors="replace")[:4096]
         except OSError:
