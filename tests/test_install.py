@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from seed_fixtures import CONFIG_WITH_SERVERS, snapshot, write_home
+from tests.seed_fixtures import CONFIG_WITH_SERVERS, snapshot, write_home
 from soulgraph import install as install_module
 from soulgraph.install import install
 from soulgraph.skill import SKILL_RELPATH, skill_text

@@ -14,18 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import hermes_client as hc
-from seed_fixtures import snapshot, write_home
+from tests import hermes_client as hc
+from tests.seed_fixtures import snapshot, write_home
 
 pytestmark = pytest.mark.hermes
-
-
-@pytest.fixture(scope="session")
-def hermes_exe():
-    try:
-        return hc.ensure_hermes_venv()
-    except hc.HermesUnavailable as exc:
-        pytest.skip(f"cannot create the Hermes venv ({hc.HERMES_REQUIREMENT}): {exc}")
 
 
 def run_install(*args: str) -> tuple[int, dict]:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from seed_fixtures import write_home
+from tests.seed_fixtures import write_home
 from soulgraph import seed as seed_module
 from soulgraph.markdown_entries import parse_blocks
 from soulgraph.seed import seed_graph

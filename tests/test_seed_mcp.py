@@ -8,7 +8,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from seed_fixtures import CONFIG_WITH_SERVERS, write_home
+from tests.seed_fixtures import CONFIG_WITH_SERVERS, write_home
 from soulgraph.install import install
 
 
