@@ -27,7 +27,7 @@ def test_shape_and_replay():
     assert report["scores"]["built_on"]["long_range"]["questions"] > 50
     assert report["scores"]["waiting_on"]["all"]["questions"] > 0
     assert result.stats["updates"] > 0 and len(result.sizes) == len(result.latencies["bm25"])
-    assert "1,000-9,999 nodes" in ledger_text(report)  # latency by graph size once it grows
+    assert "1,000-4,999 nodes" in ledger_text(report)  # latency by graph size once it grows
 
 
 def test_cli_writes_a_ledger(tmp_path, capsys):

@@ -28,7 +28,7 @@ from soulgraph.graph import CycleError, SoulGraph
 
 CREATE, LINK, UPDATE = 0, 1, 2
 # Graph sizes at which per-question latency is reported separately, to show growth.
-SIZE_BUCKETS = (1_000, 10_000, 50_000)
+SIZE_BUCKETS = (1_000, 5_000, 10_000, 20_000, 30_000, 40_000, 50_000)
 
 
 @dataclass
