@@ -1,0 +1,70 @@
+"""Command line: ``python -m soulgraph.eval {ledger,locomo,synth} …``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from soulgraph.eval.ledger import read_ledger
+from soulgraph.eval.locomo import read_locomo, replay_locomo
+from soulgraph.eval.replay import replay_ledger
+from soulgraph.eval.report import ledger_report, ledger_text, locomo_report, locomo_text
+from soulgraph.eval.retrievers import DEFAULT_METHODS, METHODS, parse_methods
+from soulgraph.eval.synthetic import synthetic_ledger
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m soulgraph.eval", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    methods_help = f"comma list of methods (default {','.join(DEFAULT_METHODS)}; known: {','.join(METHODS)})"
+
+    ledger = commands.add_parser("ledger", help="replay a task ledger and score built-on / waiting-on recall")
+    ledger.add_argument("file")
+    ledger.add_argument("--json", action="store_true", help="print the full results as JSON")
+    ledger.add_argument("--project", help="replay only the tasks of this project")
+    ledger.add_argument("--methods", help=methods_help)
+    ledger.add_argument("--depth", type=int, default=10, help="ids asked of each method (default 10)")
+    ledger.add_argument("--declared-at", choices=("meta", "created"), default="meta",
+                        help="date a dependant's declaration by meta.dep_declared_at when present (default) "
+                             "or always by the dependant's created_at")
+
+    locomo = commands.add_parser("locomo", help="LoCoMo turn-level evidence recall")
+    locomo.add_argument("file")
+    locomo.add_argument("--json", action="store_true")
+    locomo.add_argument("--methods", help=methods_help)
+
+    synth = commands.add_parser("synth", help="write a synthetic ledger (for scale runs)")
+    synth.add_argument("output")
+    synth.add_argument("--tasks", type=int, default=50_000)
+    synth.add_argument("--seed", type=int, default=1)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "synth":
+            with open(args.output, "w", encoding="utf-8") as handle:
+                json.dump(synthetic_ledger(args.tasks, seed=args.seed), handle)
+            print(f"wrote {args.tasks:,} tasks to {args.output}")
+            return 0
+        methods = parse_methods(args.methods)
+        if args.command == "ledger":
+            ledger = read_ledger(args.file, project=args.project)
+            result = replay_ledger(ledger, methods, depth=args.depth, use_declared_at=args.declared_at == "meta")
+            report = ledger_report(ledger, result)
+            text = ledger_text
+        else:
+            result = replay_locomo(read_locomo(args.file), methods)
+            report = locomo_report(args.file, result)
+            text = locomo_text
+    except (OSError, ValueError) as error:  # json.JSONDecodeError is a ValueError
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2) if args.json else text(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

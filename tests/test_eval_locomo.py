@@ -1,0 +1,72 @@
+"""LoCoMo scoring on a small conversation written for this test, in LoCoMo's shape.
+
+(The real LoCoMo data is CC BY-NC and never enters the repository.)
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from soulgraph.eval.__main__ import main
+from soulgraph.eval.locomo import parse_session_date, read_locomo, replay_locomo
+from soulgraph.eval.report import locomo_report, locomo_text
+from soulgraph.eval.retrievers import DEFAULT_METHODS
+from soulgraph.eval.scoring import recall_at
+
+FIXTURE = Path(__file__).parent / "fixtures" / "eval" / "locomo-shaped.json"
+
+
+def run(methods=("bm25", "related", "recent")):
+    return replay_locomo(read_locomo(FIXTURE), list(methods))
+
+
+def test_session_dates_parse_as_utc():
+    assert parse_session_date("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc).timestamp()
+    assert parse_session_date("12:04 am on 1 Jan, 2024") == datetime(2024, 1, 1, 0, 4, tzinfo=timezone.utc).timestamp()
+    assert parse_session_date("not a date") is None and parse_session_date(None) is None
+
+
+def test_turns_sessions_and_messy_evidence_are_counted():
+    result = run()
+    assert result.stats["conversations"] == 1 and result.stats["sessions"] == 3
+    assert result.stats["turns"] == 9 and result.stats["turns with an image caption"] == 1
+    counts = result.problems.counts
+    assert counts["several ids in one evidence string (split)"] == 1
+    assert counts["malformed evidence id (repaired)"] == 1
+    assert counts["evidence id naming no turn (dropped)"] == 3  # D7:7, D9:1, D
+    assert counts["question without usable evidence (skipped)"] == 2
+    assert counts["turn without a usable dia_id (skipped)"] == 1
+    assert counts["bad session date (a day after the previous session)"] == 1
+    questions = {q.subject: q for q in result.questions}
+    assert len(questions) == 6
+    assert set(questions["fixture-1 q1"].answers) == {"D1:4", "D2:1"}
+    assert set(questions["fixture-1 q2"].answers) == {"D2:2"}
+    assert set(questions["fixture-1 q3"].answers) == {"D2:4"}
+    assert [q.kind for q in result.questions] == [
+        "single-hop", "multi-hop", "temporal", "single-hop", "open-domain", "adversarial"]
+
+
+def test_rankings_find_the_obvious_answers():
+    result = run()
+    questions = {q.subject: q for q in result.questions}
+    # The caption is part of the turn: "trailer" is found only through it.
+    assert recall_at(questions["fixture-1 q4"], "bm25", 5) == 1.0
+    assert recall_at(questions["fixture-1 q3"], "bm25", 1) == 1.0  # "snapped"
+    assert recall_at(questions["fixture-1 q1"], "related", 5) == 1.0
+
+
+def test_report_and_cli(capsys):
+    result = run(DEFAULT_METHODS)
+    report = locomo_report(str(FIXTURE), result)
+    assert report["overall"]["questions"] == 6
+    assert set(report["by_category"]) == {"multi-hop", "temporal", "open-domain", "single-hop", "adversarial"}
+    assert report["by_category"]["single-hop"]["questions"] == 2
+    text = locomo_text(report)
+    assert "all, R@10" in text and "adversarial, R@1" in text and "several ids in one evidence string" in text
+
+    assert main(["locomo", str(FIXTURE), "--json", "--methods", "bm25,keyword"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert list(data["overall"]["methods"]) == ["bm25", "keyword"]
+    assert set(data["overall"]["methods"]["bm25"]) == {"recall@1", "recall@5", "recall@10", "recall@20", "mrr"}
