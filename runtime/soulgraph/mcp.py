@@ -16,7 +16,7 @@ import argparse
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable, TypeVar
 
 from pydantic import Field
 
@@ -25,7 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from soulgraph import __version__
-from soulgraph.graph import Hit, Node, SoulGraphError
+from soulgraph.graph import Hit, Node, SoulGraph, SoulGraphError
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 
 TOOL_NAMES = (
@@ -46,6 +46,9 @@ Depth = Annotated[int, Field(ge=1, le=6, description="How many edges to follow."
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 IDEMPOTENT_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+T = TypeVar("T")
 
 
 def _iso(seconds: float) -> str:
@@ -79,10 +82,18 @@ class SoulTools:
     def hits(self, hits: list[Hit]) -> list[dict[str, Any]]:
         return [self.view(h.node, score=round(h.score, 4), via=h.via) for h in hits]
 
-    def read(self):
+    def read(self) -> SoulGraph:
         try:
             return self.soul.graph()
         except SoulFileError as exc:
+            raise ToolError(str(exc)) from None
+
+    def change(self, operation: Callable[[SoulGraph], T]) -> T:
+        """Apply `operation` under the file lock and save; a refusal becomes a tool error."""
+        try:
+            with self.soul.change() as graph:
+                return operation(graph)
+        except (SoulGraphError, SoulFileError) as exc:
             raise ToolError(str(exc)) from None
 
 
@@ -98,9 +109,6 @@ def build_server(soul: SoulFile) -> MCPServer:
         ),
         log_level="WARNING",
     )
-
-    def refuse(exc: Exception) -> ToolError:
-        return ToolError(str(exc))
 
     @server.tool(annotations=READ)
     async def soul_prime(context: QueryText = "", limit: Limit = 10) -> dict[str, Any]:
@@ -140,11 +148,10 @@ def build_server(soul: SoulFile) -> MCPServer:
     @server.tool(annotations=READ)
     async def soul_discover(node_id: NodeId, depth: Depth = 2, limit: Limit = 50) -> dict[str, Any]:
         """Walk the DAG's children from `node_id`: everything built on it, nearest first."""
-        graph = tools.read()
         try:
-            found = graph.discover(node_id, depth)
+            found = tools.read().discover(node_id, depth)
         except SoulGraphError as exc:
-            raise refuse(exc) from None
+            raise ToolError(str(exc)) from None
         return {"from": node_id, "results": [tools.view(n, depth=d) for n, d in found[:limit]]}
 
     @server.tool(annotations=READ)
@@ -157,44 +164,28 @@ def build_server(soul: SoulFile) -> MCPServer:
     async def soul_add(content: Content, tags: Tags = [], parents: Parents = [], pinned: bool = False) -> dict[str, Any]:  # noqa: B006 - the SDK copies defaults
         """Record a new memory, decision or belief. Name the nodes it was built on in
         `parents` (or link them later with soul_link). Returns the new node and its id."""
-        try:
-            with soul.change() as graph:
-                node = graph.add(content, tags, parents=parents, pinned=pinned)
-        except (SoulGraphError, SoulFileError) as exc:
-            raise refuse(exc) from None
+        node = tools.change(lambda graph: graph.add(content, tags, parents=parents, pinned=pinned))
         return tools.view(node)
 
     @server.tool(annotations=IDEMPOTENT_WRITE)
     async def soul_link(parent_id: NodeId, child_id: NodeId) -> dict[str, Any]:
         """Record lineage: `child_id` was built on `parent_id`. An edge that would close a
         cycle is refused."""
-        try:
-            with soul.change() as graph:
-                added = graph.link(parent_id, child_id)
-        except (SoulGraphError, SoulFileError) as exc:
-            raise refuse(exc) from None
+        added = tools.change(lambda graph: graph.link(parent_id, child_id))
         return {"parent": parent_id, "child": child_id, "linked": True, "already_linked": not added}
 
     @server.tool(annotations=IDEMPOTENT_WRITE)
     async def soul_pin(node_id: NodeId, pinned: bool = True) -> dict[str, Any]:
         """Pin a memory as an axiom: it never decays and always leads soul_hot and
         soul_prime. `pinned=false` unpins it."""
-        try:
-            with soul.change() as graph:
-                node = graph.pin(node_id, pinned)
-        except (SoulGraphError, SoulFileError) as exc:
-            raise refuse(exc) from None
+        node = tools.change(lambda graph: graph.pin(node_id, pinned))
         return tools.view(node)
 
     @server.tool(annotations=WRITE)
     async def soul_splay(node_id: NodeId) -> dict[str, Any]:
         """Mark a memory as used just now: it moves to the top of soul_hot and ranks a
         little higher in searches."""
-        try:
-            with soul.change() as graph:
-                node = graph.splay(node_id)
-        except (SoulGraphError, SoulFileError) as exc:
-            raise refuse(exc) from None
+        node = tools.change(lambda graph: graph.splay(node_id))
         return tools.view(node)
 
     @server.tool(annotations=WRITE)
@@ -202,11 +193,8 @@ def build_server(soul: SoulFile) -> MCPServer:
         """Try out a hypothesis without changing the graph: it goes into the exploration
         branch, built on `parents`. Returns it with the memories it relates to. Use
         soul_promote to accept it."""
-        try:
-            with soul.change() as graph:
-                node = graph.explore(content, tags, parents=parents)
-        except (SoulGraphError, SoulFileError) as exc:
-            raise refuse(exc) from None
+        node = tools.change(lambda graph: graph.explore(content, tags, parents=parents))
+        graph = soul.loaded
         related = graph.related(content, 5)
         return {"hypothesis": {"id": node.id, "content": node.content, "tags": node.tags,
                                "parents": sorted(graph.branch_parents[node.id])},
@@ -216,11 +204,7 @@ def build_server(soul: SoulFile) -> MCPServer:
     async def soul_promote(node_id: NodeId) -> dict[str, Any]:
         """Accept a hypothesis from soul_explore: move that one node into the graph, with
         its edges to parents that are in the graph."""
-        try:
-            with soul.change() as graph:
-                node = graph.promote(node_id)
-        except (SoulGraphError, SoulFileError) as exc:
-            raise refuse(exc) from None
+        node = tools.change(lambda graph: graph.promote(node_id))
         return tools.view(node)
 
     @server.tool(annotations=READ)
