@@ -11,20 +11,18 @@ costs only its own words.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 
-from soulgraph.index import STOPWORDS
+from soulgraph.index import STOPWORDS, WORD, stem
 
 K1 = 1.2
 B = 0.75
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
 
 def tokens(text: str) -> list[str]:
-    """Lower-cased words without the engine's stopwords; no stemming, like the engine."""
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    """The engine's words, with repeats (BM25 counts them): the same stopwords and stemming,
+    so the comparison with the graph's search is about scoring, not tokenising."""
+    return [stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
 class BM25Index:
