@@ -145,3 +145,51 @@ def test_server_refuses_to_start_on_an_unreadable_soul_file(tmp_path):
 def test_cli_help_names_the_soul_file_default(flag):
     proc = subprocess.run([sys.executable, "-m", "soulgraph.mcp", flag], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "HERMES_HOME" in proc.stdout
+
+
+def big_soul_file(path, n_nodes=6000):
+    """A soul file over the eager-load size, so the server reads it in the background."""
+    from soulgraph.graph import SoulGraph
+    from soulgraph.store import EAGER_LOAD_BYTES, SoulFile
+
+    graph = SoulGraph()
+    for i in range(n_nodes):
+        graph.add(f"memory {i} about deploying host number {i % 97} " + "padding " * 20)
+    SoulFile(path).save(graph)
+    assert path.stat().st_size > EAGER_LOAD_BYTES
+    return path
+
+
+def test_a_large_soul_file_is_loaded_in_the_background(tmp_path):
+    soul_file = big_soul_file(tmp_path / "soul.json")
+
+    async def scenario(s):
+        assert len(await s.tool_names()) == 13
+        return (await s.call("soul_summary"))["nodes"], (await s.call("soul_query", query="host 42"))["results"]
+
+    nodes, results = with_server(soul_file, scenario)
+    assert nodes == 6000 and results
+
+
+def test_a_large_file_with_a_damaged_body_is_reported_by_every_call_and_kept(tmp_path):
+    soul_file = big_soul_file(tmp_path / "soul.json")
+    damaged = soul_file.read_bytes()[:-5000]  # header intact, body cut short
+    soul_file.write_bytes(damaged)
+
+    async def scenario(s):
+        return await s.refused("soul_summary"), await s.refused("soul_add", content="would overwrite")
+
+    read_error, write_error = with_server(soul_file, scenario)
+    for message in (read_error, write_error):
+        assert str(soul_file) in message and "not valid JSON" in message
+    assert soul_file.read_bytes() == damaged
+
+
+def test_a_large_file_of_a_newer_schema_stops_the_server_at_once(tmp_path):
+    soul_file = big_soul_file(tmp_path / "soul.json", 5000)
+    data = soul_file.read_bytes().replace(b'"schema": 1,', b'"schema": 7,', 1)
+    soul_file.write_bytes(data)
+    proc = subprocess.run([sys.executable, "-m", "soulgraph.mcp", "--soul-file", str(soul_file)],
+                          input="", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "schema 7 is newer" in proc.stderr
+    assert soul_file.read_bytes() == data

@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     soul = SoulFile(args.soul_file or default_soul_file())
     try:
-        soul.graph()  # refuse to start on a file we cannot read, before any client waits on us
+        soul.open_for_serving()  # refuse to start on a file we cannot read
     except SoulFileError as exc:
         print(f"soulgraph.mcp: {exc}", file=sys.stderr)
         return 1

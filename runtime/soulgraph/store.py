@@ -24,6 +24,8 @@ import contextlib
 import fcntl
 import json
 import os
+import re
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -33,6 +35,10 @@ from soulgraph.graph import Clock, DEFAULT_RECENCY_WEIGHT, Node, SoulGraph, Soul
 FORMAT = "soulgraph"
 SCHEMA = 1
 _TEMP_PREFIX = ".soul-tmp-"
+# Files up to this size are read whole before the server answers; larger ones are checked
+# by their header and read in the background, so start-up does not grow with the graph.
+EAGER_LOAD_BYTES = 1 << 20
+_HEADER = re.compile(rb'^\{"format": "([^"]*)", "schema": (\d+)')
 
 
 class SoulFileError(Exception):
@@ -132,6 +138,7 @@ class SoulFile:
         self._graph: SoulGraph | None = None
         self._signature: tuple[int, int, int] | None = None
         self._encoded: dict[str, str] = {}  # node id -> its JSON record, as last saved
+        self._reading = threading.Lock()  # a background preload and a tool call may both read
 
     # ------------------------------------------------------------------ reading
     def _stat_signature(self) -> tuple[int, int, int] | None:
@@ -172,10 +179,44 @@ class SoulFile:
 
     def graph(self) -> SoulGraph:
         """The graph as the file holds it now (re-read only when another process saved)."""
-        if self._graph is None or self._stat_signature() != self._signature:
-            self._read()
-        assert self._graph is not None
-        return self._graph
+        with self._reading:
+            if self._graph is None or self._stat_signature() != self._signature:
+                self._read()
+            assert self._graph is not None
+            return self._graph
+
+    def open_for_serving(self) -> threading.Thread | None:
+        """Check the file before a server answers anyone, without making start-up wait on
+        a big graph: a small file is read whole now; a large one has its header checked
+        (ours, a schema we read) and is read by a background thread. A damaged body found
+        there surfaces as SoulFileError on the first tool call, and is never overwritten.
+        """
+        try:
+            size = os.stat(self.path).st_size
+        except FileNotFoundError:
+            return None
+        except OSError:
+            size = 0  # let the full read report the problem
+        if size <= EAGER_LOAD_BYTES:
+            self.graph()
+            return None
+        with open(self.path, "rb") as handle:
+            head = handle.read(256)
+        match = _HEADER.match(head)
+        if not match or match.group(1) != FORMAT.encode():
+            self.graph()  # not our layout: the full read says exactly what is wrong
+            return None
+        if int(match.group(2)) > SCHEMA:
+            raise SoulFileError(self.path, f"schema {int(match.group(2))} is newer than this soulgraph "
+                                           f"understands ({SCHEMA}); upgrade soulgraph. Left untouched")
+
+        def preload() -> None:
+            with contextlib.suppress(SoulFileError):  # reported again by the first tool call
+                self.graph()
+
+        thread = threading.Thread(target=preload, name="soul-preload", daemon=True)
+        thread.start()
+        return thread
 
     # ------------------------------------------------------------------ writing
     @contextlib.contextmanager
