@@ -22,6 +22,7 @@ from typing import Any, Callable
 import jinja2
 import yaml
 
+from fleet.connections import HostConnectionError
 from fleet.operations import (CHANGED, FAILED, REGISTRY, SKIPPED, Context, Outcome,
                               OperationError)
 
@@ -190,8 +191,10 @@ class Play:
                 if task.kind == "template":
                     args["templates_dir"] = str(role.templates_dir)
                 outcome = REGISTRY[task.kind](self.ctx, **args)
-        except (jinja2.TemplateError, OperationError, TypeError) as exc:
-            outcome = Outcome(FAILED, f"{role.name}/{task.name}: {type(exc).__name__}: {exc}")
+        except HostConnectionError:
+            raise  # the host is gone: the runner reports it unreachable
+        except Exception as exc:  # a role bug, a failed build, a timeout: this task failed
+            outcome = Outcome(FAILED, f"{type(exc).__name__}: {exc}")
         if task.register:
             self.ctx.vars[task.register] = {"status": outcome.status,
                                            "changed": outcome.status == CHANGED,

@@ -39,6 +39,8 @@ def outcome_from_answer(answer: dict[str, Any] | None, rc: int, stderr: str) -> 
     if rc != 0 and status != FAILED:
         status = FAILED
     message = "; ".join(answer.get("errors") or []) or answer.get("error", "") or ""
+    if not message and "mcp_server" in answer:  # the Hermes installer: say what it did
+        message = ", ".join(f"{k}={answer[k]}" for k in ("mcp_server", "seed", "skill"))
     return Outcome(status, str(message), diff=answer.get("config_diff", "") or "", data=answer)
 
 
