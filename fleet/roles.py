@@ -40,7 +40,10 @@ def render(value: Any, variables: dict[str, Any]) -> Any:
     if isinstance(value, str):
         whole = _WHOLE_EXPRESSION.fullmatch(value)
         if whole:  # "{{ x }}" alone keeps x's type (a list stays a list)
-            return _env.compile_expression(whole.group(1), undefined_to_none=False)(**variables)
+            result = _env.compile_expression(whole.group(1), undefined_to_none=False)(**variables)
+            if isinstance(result, jinja2.Undefined):
+                result._fail_with_undefined_error()  # raises UndefinedError naming the variable
+            return result
         return _env.from_string(value).render(**variables) if "{" in value else value
     if isinstance(value, list):
         return [render(v, variables) for v in value]
