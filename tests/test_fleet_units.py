@@ -333,3 +333,25 @@ def test_a_crashing_host_does_not_stop_the_others():
     results, interrupted = run_hosts(hosts, work, forks=2)
     assert [r.status for r in results] == ["changed", "failed", "changed", "changed"]
     assert not interrupted and "h1: failed: RuntimeError: bug" in recap(results)
+
+
+def test_ctrl_c_stops_new_hosts_and_lets_running_ones_finish_their_task():
+    import signal
+    import threading
+    hosts = [inv.Host(f"h{i}", dict(inv.DEFAULTS)) for i in range(3)]
+    steps = []
+
+    def work(host, should_stop):
+        for step in range(3):
+            if should_stop():
+                return HostResult(host.name, "interrupted", message="stopped between tasks")
+            time.sleep(0.3)  # a task that is never cut in half
+            steps.append((host.name, step))
+        return HostResult(host.name, "changed")
+
+    threading.Timer(0.4, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    results, interrupted = run_hosts(hosts, work, forks=1)
+    assert interrupted and exit_code(results, interrupted) == 130
+    assert [r.status for r in results] == ["interrupted"] * 3
+    assert steps == [("h0", 0), ("h0", 1)]  # h0 finished the task it was in; h1, h2 never began
+    assert results[1].message == "not started"
