@@ -188,7 +188,7 @@ class Play:
     def run_task(self, role: Role, task: Task) -> TaskReport:
         try:
             if task.when is not None and not evaluate_expression(str(task.when), self.ctx.vars):
-                outcome = Outcome(SKIPPED, "condition false")
+                outcome = Outcome(SKIPPED, f"when: {task.when}")
             else:
                 args = render(task.args, self.ctx.vars)
                 if task.kind == "template":
