@@ -7,7 +7,9 @@
 
 A task is a mapping with one task kind (see fleet/operations) and optional keys:
 `name`, `when` (a Jinja2 expression: run only when true), `notify` (handler name or list),
-`ignore_errors` (report the failure and go on), `register` (keep the outcome as a variable).
+`ignore_errors` (report the failure and go on), `register` (keep the outcome as a variable),
+`commits` (once this task changed the host, Ctrl-C no longer stops it: the tasks after it
+run, so the host ends on the new release with its Hermes entry, never between).
 Every string in a task is rendered with Jinja2; an undefined variable is an error.
 docs/roles.md has the full format.
 """
@@ -27,7 +29,7 @@ from fleet.operations import (CHANGED, FAILED, REGISTRY, SKIPPED, Context, Outco
                               OperationError)
 
 ROLES_DIR = Path(__file__).resolve().parent.parent / "roles"
-TASK_KEYS = {"name", "when", "notify", "ignore_errors", "register"}
+TASK_KEYS = {"name", "when", "notify", "ignore_errors", "register", "commits"}
 _env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
 _WHOLE_EXPRESSION = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 
@@ -66,6 +68,7 @@ class Task:
     notify: list[str] = field(default_factory=list)
     ignore_errors: bool = False
     register: str | None = None
+    commits: bool = False
 
 
 @dataclass
@@ -110,7 +113,8 @@ def parse_tasks(role: str, path: Path, data: Any) -> list[Task]:
                           when=item.get("when"),
                           notify=[notify] if isinstance(notify, str) else list(notify),
                           ignore_errors=bool(item.get("ignore_errors")),
-                          register=item.get("register")))
+                          register=item.get("register"),
+                          commits=bool(item.get("commits"))))
     return tasks
 
 
@@ -166,12 +170,14 @@ class Play:
 
     def run(self) -> list[TaskReport]:
         self.ctx.vars = self.variables(self.ctx.vars)
+        committed = False  # a `commits` task changed the host: finish even on Ctrl-C
         for role in self.roles:
             for task in role.tasks:
-                if self.should_stop():
+                if self.should_stop() and not committed:
                     self.stopped = True
                     return self.reports
                 report = self.run_task(role, task)
+                committed = committed or (task.commits and report.outcome.changed and not self.ctx.check)
                 if report.outcome.changed:
                     self.notified += [h for h in task.notify if h not in self.notified]
                 if report.outcome.failed and not task.ignore_errors:

@@ -195,6 +195,27 @@ def test_failure_stops_the_host_unless_ignored(tmp_path):
         ("soft", FAILED, True), ("hard", FAILED, False)]
 
 
+def test_ctrl_c_after_a_committing_task_still_runs_the_rest_of_the_host(tmp_path):
+    """Stop requested all along: tasks before the switch are skipped by the stop, but once the
+    switch (a `commits` task) changed the host, the Hermes step after it still runs."""
+    log = tmp_path / "log"
+    role = _role(tmp_path, [
+        {"name": "switch", "command": {"cmd": f"echo switch >> {log}"}, "commits": True},
+        {"name": "hermes entry", "command": {"cmd": f"echo entry >> {log}"}},
+    ])
+    play = Play([role], Context(LocalConnection()), should_stop=lambda: len(play.reports) > 0)
+    play.run()
+    assert log.read_text() == "switch\nentry\n" and not play.stopped
+
+    unchanged = _role(tmp_path, [
+        {"name": "switch", "command": {"cmd": "true", "changed_when": False}, "commits": True},
+        {"name": "hermes entry", "command": {"cmd": f"echo again >> {log}"}},
+    ])
+    play = Play([unchanged], Context(LocalConnection()), should_stop=lambda: len(play.reports) > 0)
+    play.run()
+    assert play.stopped and "again" not in log.read_text()
+
+
 def test_when_false_skips(tmp_path):
     role = _role(tmp_path, [{"name": "w", "command": {"cmd": "false"}, "when": "platform == 'macos'"}])
     reports = Play([role], Context(LocalConnection(), vars={"platform": "linux"})).run()
