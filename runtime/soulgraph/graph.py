@@ -385,38 +385,69 @@ class SoulGraph:
             lexical = {i: s for i, s in lexical.items() if i in allowed}
         return self._top(lexical, k, weight)
 
-    def _top(self, lexical: dict[str, float], k: int, weight: float, groups: list[tuple[float, int]] = ()) -> list[Hit]:
+    def _top(self, lexical: dict[str, float], k: int, weight: float,
+             common: list[tuple[float, str]] = (), exclude: int = 0) -> list[Hit]:
         """The k best of the candidates once recency is applied; highest score first,
         equal scores to the smaller id, so ties never depend on how candidates were found.
 
-        Candidates are `lexical` (id -> lexical score) and `groups` ([(lexical score,
-        bitmask of nodes)], disjoint from `lexical`). The boost lies in [1, 1 + weight),
-        so candidates are taken by descending lexical score, and the taking stops once
-        lexical * (1 + weight) cannot reach the k-th best final score found so far: the
-        many weak matches of a common word never get their recency computed.
+        Candidates are `lexical` (id -> lexical score) and, when `common` words are given
+        (rarest first, all with masks), every node holding any of them and not in
+        `exclude`, scored by the common words alone.
+
+        Best-first search. The boost lies in [1, 1 + weight), so candidates are taken by
+        descending best possible lexical score, and the taking stops once that score times
+        (1 + weight) cannot reach the k-th best final score found so far: the many weak
+        matches of a common word never get their recency computed. The common words'
+        nodes enter as one part of the graph, split word by word (partition refinement
+        with `&`) into the nodes with and without the word, best part first; a part split
+        on every word is a group of nodes sharing the same words, whose score was built
+        word by word in the query's order, so it is bit-identical to each node's own.
         """
-        if k <= 0 or not (lexical or groups):
+        if k <= 0:
             return []
         reach = (1.0 + weight) * (1 + 1e-9)  # the most a boost can multiply by, rounded up
-        floor = _kth_lexical(lexical, groups, k)  # the k-th final score is at least this
-        same_score: dict[float, list[str]] = {}
-        lowest = floor / reach
-        for node_id, score in lexical.items():
-            if score >= lowest:
-                same_score.setdefault(score, []).append(node_id)
-        sources: list[tuple[float, list[str] | int]] = list(same_score.items())
-        sources += [(score, mask) for score, mask in groups if score >= lowest]
-        sources.sort(key=lambda source: -source[0])
+        # The k-th best lexical score is a floor for the k-th best final score (boost >= 1).
+        floor = heapq.nlargest(k, lexical.values())[-1] if len(lexical) >= k else 0.0
         top = _TopK(k, floor, self.nodes, self.clock(), weight)
         tiers = self._tiers.tiers(len(self.nodes)) if weight else []
-        for score, members in sources:
-            if score * reach < top.bar:
-                break  # every later source scores lower still
-            if isinstance(members, list) and len(members) <= _SMALL_GROUP:
-                top.take(score, members)
-            else:
-                mask = members if isinstance(members, int) else self.index.mask_of(members)
-                self._take_group(top, score, mask, tiers)
+        # What common[p:] could still add to a part's score. (Summed in another order than
+        # a real score, which may differ in the last bit: `reach` allows for that.)
+        still = [0.0] * (len(common) + 1)
+        for position in range(len(common) - 1, -1, -1):
+            still[position] = still[position + 1] + common[position][0]
+
+        # The queue: (-best possible score, arrival, score so far, members, next word).
+        # Members are a list of ids or a mask; next word None: the members all score `score`.
+        queue: list[tuple[float, int, float, list[str] | int, int | None]] = []
+        arrival = itertools.count()  # breaks ties in the queue, so members are never compared
+        same_score: dict[float, list[str]] = {}
+        for node_id, score in lexical.items():
+            if score * reach >= floor:
+                same_score.setdefault(score, []).append(node_id)
+        for score, node_ids in same_score.items():
+            queue.append((-score, next(arrival), score, node_ids, None))
+        if common:
+            everyone = (1 << self.index.n_slots) - 1
+            queue.append((-still[0], next(arrival), 0.0, everyone & ~exclude, 0))
+        heapq.heapify(queue)
+        while queue:
+            best_possible, _, score, members, position = heapq.heappop(queue)
+            if -best_possible * reach < top.bar:
+                break  # nothing left in the queue can make the top k
+            if position is None or position == len(common):
+                if isinstance(members, list) and len(members) <= _SMALL_GROUP:
+                    top.take(score, members)
+                else:
+                    mask = members if isinstance(members, int) else self.index.mask_of(members)
+                    self._take_group(top, score, mask, tiers)
+                continue
+            idf, word = common[position]
+            with_word = members & self.index.mask(word)
+            without = members ^ with_word
+            for part_score, part in ((score + idf, with_word), (score, without)):
+                best = part_score + still[position + 1]
+                if part and best > 0.0 and best * reach >= top.bar:
+                    heapq.heappush(queue, (-best, next(arrival), part_score, part, position + 1))
         return [Hit(self.nodes[node_id], final) for final, node_id in top.best()]
 
     def _take_group(self, top: "_TopK", score: float, mask: int, tiers: list[tuple[float, int]]) -> None:
@@ -471,17 +502,20 @@ class SoulGraph:
         Rare words first, member by member, with MaxScore pruning: once the words left
         could not lift a node that shares none of the words seen so far above the
         current k-th best, the rest only add to the candidates already found (exact).
-        The common words (those with bitmasks, which come last) are not walked member
-        by member: `InvertedIndex.groups` splits the nodes they match into groups of
-        equal score, and `_top` takes from those only the few that can matter.
+        The common words (those searched through masks, which come last) are not
+        walked member by member: `_top` splits the nodes they match into groups of equal
+        score with `&`, and takes from those only the few that can matter.
         """
         index = self.index
         weighted = index.weighted_words(query_words)
         if not weighted or k <= 0:
             return []
-        # What a node not seen yet could still score: the sum of the words left, added in
-        # the same order as its real score would be, so a tie is never pruned away.
-        suffix = [sum(idf for idf, _ in weighted[position:]) for position in range(len(weighted))]
+        # What a node not seen yet could still score: the sum of the words left. (Summed
+        # in another order than a real score, which may differ in the last bit: `reach`
+        # allows for that, so a tie is never pruned away.)
+        suffix = [0.0] * (len(weighted) + 1)
+        for position in range(len(weighted) - 1, -1, -1):
+            suffix[position] = suffix[position + 1] + weighted[position][0]
         reach = (1.0 + weight) * (1 + 1e-9)
         common_start = index.common_suffix_start(weighted)
         scores: dict[str, float] = {}
@@ -500,23 +534,14 @@ class SoulGraph:
             return self._top(scores, k, weight)
         common = weighted[common_start:]
         self._add_to_known(scores, common)  # the rare words' candidates are now complete
-        floor = heapq.nlargest(k, scores.values())[-1] if len(scores) >= k else 0.0
-        groups = index.groups(common, exclude=index.mask_of(scores),
-                              keep=lambda score, best_possible: best_possible * reach >= floor)
-        return self._top(scores, k, weight, groups)
+        return self._top(scores, k, weight, common, exclude=index.mask_of(scores))
 
     def _add_to_known(self, scores: dict[str, float], weighted: list[tuple[float, str]]) -> None:
         """Add the remaining words' weights to the candidates already found, and no others."""
         for idf, word in weighted:
-            posting = self.index.posting(word)
-            if len(posting) < len(scores):
-                for node_id in posting:
-                    if node_id in scores:
-                        scores[node_id] += idf
-            else:
-                for node_id in scores:
-                    if node_id in posting:
-                        scores[node_id] += idf
+            # A dict view & a set walks the smaller of the two, at C speed.
+            for node_id in scores.keys() & self.index.posting(word):
+                scores[node_id] += idf
 
     def related(self, text: str, k: int = 10, *, hint: str | None = None, recency_weight: float | None = None) -> list[Hit]:
         """Search hits followed by their DAG parents and children.
@@ -667,26 +692,6 @@ class _TopK:
 
     def best(self) -> list[tuple[float, str]]:
         return heapq.nsmallest(self.k, self._taken, key=lambda pair: (-pair[0], pair[1]))
-
-
-def _kth_lexical(lexical: dict[str, float], groups: list[tuple[float, int]], k: int) -> float:
-    """The k-th best lexical score among the candidates (0.0 if there are fewer than k):
-    a floor for the k-th best final score, since the boost is at least 1."""
-    counted = [(score, 1) for score in heapq.nlargest(k, lexical.values())]
-    in_groups = 0
-    for score, mask in groups:  # best first; only as many as could reach the k-th place
-        if in_groups >= k:
-            break
-        size = mask.bit_count()
-        counted.append((score, size))
-        in_groups += size
-    counted.sort(key=lambda pair: -pair[0])
-    seen = 0
-    for score, count in counted:
-        seen += count
-        if seen >= k:
-            return score
-    return 0.0
 
 
 def _max_recency(key: float, now: float) -> float:

@@ -45,9 +45,9 @@ class InvertedIndex:
     """word -> set of node ids, plus each node's words so it can be removed.
 
     Alongside: node id <-> slot, and word -> bitmask of slots for the common words.
-    The masks are built on the first search that asks for them (`masks_ready`), so a
-    process that only loads and saves never pays for them; after that every add and
-    remove keeps them exact.
+    A word's mask is built the first time a search needs it (`mask`), so a process that
+    only loads and saves never pays for masks; after that every add and remove keeps
+    it exact.
     """
 
     def __init__(self) -> None:
@@ -55,7 +55,7 @@ class InvertedIndex:
         self._doc_words: dict[str, frozenset[str]] = {}
         self._slot_of: dict[str, int] = {}
         self._id_at: list[str] = []  # slot -> node id
-        self._masks: dict[str, int] | None = None  # None until the first search needs them
+        self._masks: dict[str, int] = {}  # common word -> mask, each built when a search first needs it
         self._masks_swept_at = 0  # node count when masks of words grown relatively rare were last dropped
         self._sorted_ids: list[str] = []  # every slotted id in string order, for ties broken by id
         self._unsorted_ids: list[str] = []  # slotted since `_sorted_ids` was last sorted
@@ -77,8 +77,8 @@ class InvertedIndex:
         self._doc_words[node_id] = doc
         for word in doc:
             self._postings.setdefault(word, set()).add(node_id)
-        if self._masks is not None:
-            self._add_to_masks(slot, doc)
+        if self._masks:
+            self._set_mask_bits(slot, doc)
 
     def remove(self, node_id: str) -> None:
         slot = self._slot_of.get(node_id)
@@ -87,7 +87,7 @@ class InvertedIndex:
             posting.discard(node_id)
             if not posting:
                 del self._postings[word]
-            if self._masks is not None and word in self._masks:
+            if word in self._masks:
                 self._masks[word] &= ~(1 << slot)
                 if word not in self._postings:
                     del self._masks[word]
@@ -149,72 +149,41 @@ class InvertedIndex:
             self._unsorted_ids = []
         return self._sorted_ids
 
-    def masks_ready(self) -> dict[str, int]:
-        """word -> mask for the common words, built now if this is the first search."""
-        if self._masks is None:
-            self._masks = {}
-            threshold = self._mask_threshold()
-            for word, posting in self._postings.items():
-                if len(posting) >= threshold:
-                    self._masks[word] = self.mask_of(posting)
-            self._masks_swept_at = len(self._doc_words)
-        return self._masks
+    def mask(self, word: str) -> int:
+        """The word's posting as a mask (built on first use, then kept exact by add/remove)."""
+        mask = self._masks.get(word)
+        if mask is None:
+            mask = self._masks[word] = self.mask_of(self._postings[word])
+        return mask
 
     def _mask_threshold(self) -> int:
         return max(MASK_MIN_DF, len(self._doc_words) // MASK_SHARE)
 
-    def _add_to_masks(self, slot: int, doc: frozenset[str]) -> None:
-        """Set the node's bit in its words' masks; give a word that became common a mask."""
+    def _set_mask_bits(self, slot: int, doc: frozenset[str]) -> None:
+        """Set the node's bit in the masks its words already have."""
         masks = self._masks
-        assert masks is not None
-        threshold = self._mask_threshold()
         bit = 1 << slot
         for word in doc:
             if word in masks:
                 masks[word] |= bit
-            elif len(self._postings[word]) >= threshold:
-                masks[word] = self.mask_of(self._postings[word])
         # The threshold grows with the graph: once the graph has doubled, drop the masks
         # of words now well under it, so the masks' memory stays a small share.
         if len(self._doc_words) >= 2 * self._masks_swept_at:
+            threshold = self._mask_threshold()
             for word in [w for w in masks if len(self._postings[w]) * 2 < threshold]:
                 del masks[word]
             self._masks_swept_at = len(self._doc_words)
 
     def common_suffix_start(self, weighted: list[tuple[float, str]]) -> int:
-        """Where the masked words begin in a rarest-first word list: every word from the
-        returned position on has a mask (masked words are the common ones, so they come last)."""
-        masks = self.masks_ready()
+        """Where the common words begin in a rarest-first word list: every word from the
+        returned position on is searched through its mask (`mask`), the words before it
+        member by member. Common words are the ones in at least 1/MASK_SHARE of the
+        nodes (or that already have a mask), so they come last."""
+        threshold = self._mask_threshold()
         start = len(weighted)
-        while start and weighted[start - 1][1] in masks:
+        while start:
+            word = weighted[start - 1][1]
+            if word not in self._masks and len(self._postings[word]) < threshold:
+                break
             start -= 1
         return start
-
-    def groups(self, weighted: list[tuple[float, str]], exclude: int, keep) -> list[tuple[float, int]]:
-        """Split the nodes holding any of `weighted` (masked words, rarest first) by which
-        of them they hold: [(lexical score, mask)], best score first.
-
-        Partition refinement: start from every node not in `exclude`, and split each part
-        on each word in turn into those with it and those without. The nodes of a part
-        share the same words, and its score is built word by word in the query's order,
-        so it is bit-identical to the score each node would get on its own.
-        `keep(score, best_still_possible)` drops parts that can no longer matter.
-        """
-        masks = self.masks_ready()
-        # What the words after position p could still add, summed in query order.
-        after = [sum(idf for idf, _ in weighted[p + 1:]) for p in range(len(weighted))]
-        parts = [(0.0, ((1 << len(self._id_at)) - 1) & ~exclude)]
-        for position, (idf, word) in enumerate(weighted):
-            word_mask = masks[word]
-            split = []
-            for score, part in parts:
-                with_word = part & word_mask
-                without = part ^ with_word
-                if with_word and keep(score + idf, score + idf + after[position]):
-                    split.append((score + idf, with_word))
-                if without and keep(score, score + after[position]):
-                    split.append((score, without))
-            parts = split
-        groups = [(score, part) for score, part in parts if score > 0.0]
-        groups.sort(key=lambda group: -group[0])
-        return groups
