@@ -22,7 +22,7 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Container, Iterable, Iterator
 
 from soulgraph.bitsets import RecencyTiers, has_slot
 from soulgraph.index import InvertedIndex, words
@@ -385,14 +385,14 @@ class SoulGraph:
             lexical = {i: s for i, s in lexical.items() if i in allowed}
         return self._top(lexical, k, weight)
 
-    def _top(self, lexical: dict[str, float], k: int, weight: float,
-             common: list[tuple[float, str]] = (), exclude: int = 0) -> list[Hit]:
+    def _top(self, lexical: dict[str, float], k: int, weight: float, common: list[tuple[float, str]] = ()) -> list[Hit]:
         """The k best of the candidates once recency is applied; highest score first,
         equal scores to the smaller id, so ties never depend on how candidates were found.
 
         Candidates are `lexical` (id -> lexical score) and, when `common` words are given
-        (rarest first, all with masks), every node holding any of them and not in
-        `exclude`, scored by the common words alone.
+        (rarest first, searched through masks), every other node holding any of them,
+        scored by the common words alone. (A node of `lexical` is in the masks too, with a
+        lower score than its own: it is skipped there, see `_take_group`.)
 
         Best-first search. The boost lies in [1, 1 + weight), so candidates are taken by
         descending best possible lexical score, and the taking stops once that score times
@@ -428,18 +428,19 @@ class SoulGraph:
             queue.append((-score, next(arrival), score, node_ids, None))
         if common:
             everyone = (1 << self.index.n_slots) - 1
-            queue.append((-still[0], next(arrival), 0.0, everyone & ~exclude, 0))
+            queue.append((-still[0], next(arrival), 0.0, everyone, 0))
         heapq.heapify(queue)
         while queue:
             best_possible, _, score, members, position = heapq.heappop(queue)
             if -best_possible * reach < top.bar:
                 break  # nothing left in the queue can make the top k
             if position is None or position == len(common):
-                if isinstance(members, list) and len(members) <= _SMALL_GROUP:
+                if isinstance(members, int):  # a group found through the masks
+                    self._take_group(top, score, members, tiers, skip=lexical)
+                elif len(members) <= _SMALL_GROUP:
                     top.take(score, members)
-                else:
-                    mask = members if isinstance(members, int) else self.index.mask_of(members)
-                    self._take_group(top, score, mask, tiers)
+                else:  # many candidates of one score: hottest first, as for a mask group
+                    self._take_group(top, score, self.index.mask_of(members), tiers, skip={})
                 continue
             idf, word = common[position]
             with_word = members & self.index.mask(word)
@@ -450,8 +451,10 @@ class SoulGraph:
                     heapq.heappush(queue, (-best, next(arrival), part_score, part, position + 1))
         return [Hit(self.nodes[node_id], final) for final, node_id in top.best()]
 
-    def _take_group(self, top: "_TopK", score: float, mask: int, tiers: list[tuple[float, int]]) -> None:
-        """Take the members of a group of equal lexical score that could make the top k.
+    def _take_group(self, top: "_TopK", score: float, mask: int, tiers: list[tuple[float, int]],
+                    skip: Container[str]) -> None:
+        """Take the members of a group of equal lexical score that could make the top k,
+        except those in `skip` (nodes scored on their own, which the masks hold too).
 
         Their final scores differ only by recency, so the hottest come first: the group
         is cut by the recency tiers (the 32 hottest nodes, the 128 hottest, …) and each
@@ -466,7 +469,7 @@ class SoulGraph:
             hot = rest & tier
             if hot:
                 rest ^= hot
-                top.take(score, self.index.ids_in(hot))
+                top.take(score, self.index.ids_in(hot), skip)
             if not rest:
                 return
             recency_left = _max_recency(floor_key, top.now)
@@ -477,12 +480,12 @@ class SoulGraph:
                 flat = True  # 1.0 + this rounds to exactly 1.0: the rest all score `score`
                 break
         if flat:
-            self._take_smallest_ids(top, score, rest)
+            self._take_smallest_ids(top, score, rest, skip)
         else:
             # Boosts too close to tell apart (nodes idle for weeks), or no tiers yet.
-            top.take(score, self.index.ids_in(rest, many=True))
+            top.take(score, self.index.ids_in(rest, many=True), skip)
 
-    def _take_smallest_ids(self, top: "_TopK", score: float, mask: int) -> None:
+    def _take_smallest_ids(self, top: "_TopK", score: float, mask: int, skip: Container[str]) -> None:
         """Take the k smallest ids of a group whose members all score exactly `score`
         (boost 1.0): ties go to the smaller id, so no other member can make the top k."""
         index = self.index
@@ -491,9 +494,10 @@ class SoulGraph:
         # k of them costs about k * n_slots / members steps; taking every member (slot
         # order is not id order) costs `members` steps. Do the cheaper.
         if members * members <= top.k * index.n_slots:
-            top.take(score, index.ids_in(mask, many=True))
+            top.take(score, index.ids_in(mask, many=True), skip)
             return
-        in_id_order = (node_id for node_id in index.ids_by_id() if has_slot(mask, index.slot(node_id)))
+        in_id_order = (node_id for node_id in index.ids_by_id()
+                       if has_slot(mask, index.slot(node_id)) and node_id not in skip)
         top.take(score, itertools.islice(in_id_order, top.k))
 
     def _rank_pruned(self, query_words: set[str], k: int, weight: float) -> list[Hit]:
@@ -534,7 +538,7 @@ class SoulGraph:
             return self._top(scores, k, weight)
         common = weighted[common_start:]
         self._add_to_known(scores, common)  # the rare words' candidates are now complete
-        return self._top(scores, k, weight, common, exclude=index.mask_of(scores))
+        return self._top(scores, k, weight, common)
 
     def _add_to_known(self, scores: dict[str, float], weighted: list[tuple[float, str]]) -> None:
         """Add the remaining words' weights to the candidates already found, and no others."""
@@ -664,7 +668,7 @@ class _TopK:
         self._taken: list[tuple[float, str]] = []
         self._finals: list[float] = []  # min-heap of the k best finals taken
 
-    def take(self, score: float, node_ids: Iterable[str]) -> None:
+    def take(self, score: float, node_ids: Iterable[str], skip: Container[str] = ()) -> None:
         """Score candidates of lexical score `score`: final = score * boost, with
         boost = 1 + weight * r / (1 + r) and r = `Node.recency_score` (weight 0: no boost).
         Written out here, in the same arithmetic (so bit-identical), because it runs for
@@ -672,6 +676,8 @@ class _TopK:
         nodes, now, weight, finals, k = self.nodes, self.now, self.weight, self._finals, self.k
         exp = math.exp
         for node_id in node_ids:
+            if node_id in skip:
+                continue
             if weight:
                 node = nodes[node_id]
                 recency = (node.access_count + 1) * exp(-(now - node.last_accessed) / DAY)  # Node.recency_score
