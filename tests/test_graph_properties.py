@@ -173,3 +173,46 @@ def test_pruned_search_equals_brute_force(docs, question, k, weight):
             graph.splay(node.id, at=clock.now - age)
     got = [(h.node.id, h.score) for h in graph.query(question, k, recency_weight=weight)]
     assert got == brute_force_query(graph, question, k, weight)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    docs=st.lists(st.tuples(zipf_text, st.integers(0, 5), st.floats(0, 3 * DAY)), min_size=1, max_size=60),
+    later=st.lists(st.tuples(zipf_text, st.integers(0, 2)), max_size=10),
+    questions=st.lists(zipf_text, min_size=1, max_size=3),
+    k=st.integers(1, 10),
+    weight=st.sampled_from([0.0, 0.3, 0.5, 3.0]),
+    idle=st.sampled_from([0.0, 40 * DAY, 800 * DAY]),
+    min_df=st.sampled_from([1, 3, 8]),
+)
+def test_bitmask_search_equals_brute_force(docs, later, questions, k, weight, idle, min_df):
+    """The same comparison with the bitmask machinery forced on at this small size:
+    masks for every word in `min_df` nodes, recency tiers from 2 nodes up, groups of more
+    than 2 equal scores taken through the tiers; then nodes added, re-tagged and used
+    after the masks exist; then time passes (40 days: boosts almost equal; 800 days:
+    exactly 1.0, so only ids break ties)."""
+    from unittest.mock import patch
+
+    from soulgraph import graph as graph_module, index as index_module
+    from soulgraph.bitsets import RecencyTiers
+
+    with patch.object(index_module, "MASK_MIN_DF", min_df), patch.object(index_module, "MASK_SHARE", 10**9), \
+            patch.object(graph_module, "_SMALL_GROUP", 2), patch.object(RecencyTiers, "SMALLEST", 2):
+        clock = Clock()
+        graph = SoulGraph(clock=clock)
+        for text, uses, age in docs:
+            node = graph.add(text, created_at=clock.now - age)
+            for _ in range(uses):
+                graph.splay(node.id, at=clock.now - age)
+        for question in questions:
+            graph.query(question, k, recency_weight=weight)  # builds masks and tiers
+        for position, (text, uses) in enumerate(later):
+            node = graph.add(text)
+            for _ in range(uses):
+                graph.splay(node.id)
+            graph.tag(f"n{1 + position % len(docs)}", ZIPF_WORDS[position % 5])
+            clock.now += 60
+        clock.now += idle
+        for question in questions:
+            got = [(h.node.id, h.score) for h in graph.query(question, k, recency_weight=weight)]
+            assert got == brute_force_query(graph, question, k, weight)

@@ -17,12 +17,14 @@ replays decide what "now" is.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Container, Iterable, Iterator
 
+from soulgraph.bitsets import RecencyTiers, has_slot
 from soulgraph.index import InvertedIndex, words
 from soulgraph.splay import SplayTree
 
@@ -34,6 +36,9 @@ Clock = Callable[[], float]
 PARENT_SHARE = 0.7
 CHILD_SHARE = 0.5
 DEFAULT_RECENCY_WEIGHT = 0.5
+# Candidates of equal lexical score up to this many are scored one by one; larger groups
+# are taken hottest first through the recency tiers (`SoulGraph._take_group`).
+_SMALL_GROUP = 32
 
 
 class SoulGraphError(ValueError):
@@ -122,6 +127,8 @@ class SoulGraph:
         self.pinned: set[str] = set()
         self.order = SplayTree()
         self.index = InvertedIndex()
+        # The hottest nodes as nested bitmasks over index slots, for search (see bitsets).
+        self._tiers = RecencyTiers(self._hottest_slots)
         self.next_id = 1
         # Ids of nodes changed since the store last saved, so a save re-encodes only those.
         self.dirty: set[str] = set()
@@ -204,6 +211,7 @@ class SoulGraph:
             self.pinned.add(node.id)
         self.order.insert((node.recency_key, node.id))
         self.index.add(node.id, node.content + " " + " ".join(node.tags))
+        self._tiers.note(self.index.slot(node.id), node.recency_key)
 
     def splay(self, node_id: str, at: float | None = None) -> Node:
         """Mark a node used: one more access, now. It moves to the top of the recency order."""
@@ -212,6 +220,7 @@ class SoulGraph:
         node.access_count += 1
         node.last_accessed = self.clock() if at is None else at
         self.order.insert((node.recency_key, node.id))
+        self._tiers.note(self.index.slot(node_id), node.recency_key)
         self.dirty.add(node_id)
         return node
 
@@ -343,11 +352,10 @@ class SoulGraph:
         return sorted((self.nodes[i] for i in ids), key=lambda n: (n.recency_key, n.id), reverse=True)
 
     # ----------------------------------------------------------------- search
-    def _boost(self, node: Node, now: float, weight: float) -> float:
-        if not weight:
-            return 1.0
-        score = node.recency_score(now)
-        return 1.0 + weight * score / (1.0 + score)
+    def _hottest_slots(self) -> Iterator[tuple[float, int]]:
+        """(recency key, index slot) from the hottest node down: what the tiers are cut from."""
+        slot = self.index.slot
+        return ((key, slot(node_id)) for key, node_id in self.order.descending())
 
     def query(
         self,
@@ -377,67 +385,167 @@ class SoulGraph:
             lexical = {i: s for i, s in lexical.items() if i in allowed}
         return self._top(lexical, k, weight)
 
-    def _top(self, lexical: dict[str, float], k: int, weight: float) -> list[Hit]:
+    def _top(self, lexical: dict[str, float], k: int, weight: float, common: list[tuple[float, str]] = ()) -> list[Hit]:
         """The k best of the candidates once recency is applied; highest score first,
-        equal scores to the smaller id, so ties never depend on how candidates were found."""
-        nodes = self.nodes
-        if k <= 0 or not lexical:
+        equal scores to the smaller id, so ties never depend on how candidates were found.
+
+        Candidates are `lexical` (id -> lexical score) and, when `common` words are given
+        (rarest first, searched through masks), every other node holding any of them,
+        scored by the common words alone. (A node of `lexical` is in the masks too, with a
+        lower score than its own: it is skipped there, see `_take_group`.)
+
+        Best-first search. The boost lies in [1, 1 + weight), so candidates are taken by
+        descending best possible lexical score, and the taking stops once that score times
+        (1 + weight) cannot reach the k-th best final score found so far: the many weak
+        matches of a common word never get their recency computed. The common words'
+        nodes enter as one part of the graph, split word by word (partition refinement
+        with `&`) into the nodes with and without the word, best part first; a part split
+        on every word is a group of nodes sharing the same words, whose score was built
+        word by word in the query's order, so it is bit-identical to each node's own.
+        """
+        if k <= 0:
             return []
-        by_score = lambda pair: (-pair[0], pair[1])  # noqa: E731
-        if not weight:
-            best = heapq.nsmallest(k, ((score, i) for i, score in lexical.items()), key=by_score)
-            return [Hit(nodes[i], score) for score, i in best]
-        pool: Iterable[tuple[str, float]] = lexical.items()
-        if len(lexical) > k:
-            # The boost lies in [1, 1 + weight), so the k best lexical scores are floors for
-            # the k-th final score: a node whose best possible final is below the k-th
-            # lexical score cannot make the top k, and needs no recency computed.
-            kth_lexical = heapq.nlargest(k, lexical.values())[-1]
-            cutoff = kth_lexical / (1.0 + weight) * (1 - 1e-12)
-            pool = [(i, s) for i, s in lexical.items() if s >= cutoff]
-        now = self.clock()
-        finals = ((score * self._boost(nodes[i], now, weight), i) for i, score in pool)
-        return [Hit(nodes[i], score) for score, i in heapq.nsmallest(k, finals, key=by_score)]
+        reach = (1.0 + weight) * (1 + 1e-9)  # the most a boost can multiply by, rounded up
+        # The k-th best lexical score is a floor for the k-th best final score (boost >= 1).
+        floor = heapq.nlargest(k, lexical.values())[-1] if len(lexical) >= k else 0.0
+        top = _TopK(k, floor, self.nodes, self.clock(), weight)
+        tiers = self._tiers.tiers(len(self.nodes)) if weight else []
+        # What common[p:] could still add to a part's score. (Summed in another order than
+        # a real score, which may differ in the last bit: `reach` allows for that.)
+        still = [0.0] * (len(common) + 1)
+        for position in range(len(common) - 1, -1, -1):
+            still[position] = still[position + 1] + common[position][0]
+
+        # The queue: (-best possible score, arrival, score so far, members, next word).
+        # Members are a list of ids or a mask; next word None: the members all score `score`.
+        queue: list[tuple[float, int, float, list[str] | int, int | None]] = []
+        arrival = itertools.count()  # breaks ties in the queue, so members are never compared
+        same_score: dict[float, list[str]] = {}
+        for node_id, score in lexical.items():
+            if score * reach >= floor:
+                same_score.setdefault(score, []).append(node_id)
+        for score, node_ids in same_score.items():
+            queue.append((-score, next(arrival), score, node_ids, None))
+        if common:
+            everyone = (1 << self.index.n_slots) - 1
+            queue.append((-still[0], next(arrival), 0.0, everyone, 0))
+        heapq.heapify(queue)
+        while queue:
+            best_possible, _, score, members, position = heapq.heappop(queue)
+            if -best_possible * reach < top.bar:
+                break  # nothing left in the queue can make the top k
+            if position is None or position == len(common):
+                if isinstance(members, int):  # a group found through the masks
+                    self._take_group(top, score, members, tiers, skip=lexical)
+                elif len(members) <= _SMALL_GROUP:
+                    top.take(score, members)
+                else:  # many candidates of one score: hottest first, as for a mask group
+                    self._take_group(top, score, self.index.mask_of(members), tiers, skip={})
+                continue
+            idf, word = common[position]
+            with_word = members & self.index.mask(word)
+            without = members ^ with_word
+            for part_score, part in ((score + idf, with_word), (score, without)):
+                best = part_score + still[position + 1]
+                if part and best > 0.0 and best * reach >= top.bar:
+                    heapq.heappush(queue, (-best, next(arrival), part_score, part, position + 1))
+        return [Hit(self.nodes[node_id], final) for final, node_id in top.best()]
+
+    def _take_group(self, top: "_TopK", score: float, mask: int, tiers: list[tuple[float, int]],
+                    skip: Container[str]) -> None:
+        """Take the members of a group of equal lexical score that could make the top k,
+        except those in `skip` (nodes scored on their own, which the masks hold too).
+
+        Their final scores differ only by recency, so the hottest come first: the group
+        is cut by the recency tiers (the 32 hottest nodes, the 128 hottest, …) and each
+        cut is taken whole. After a tier, the rest of the group is no hotter than the
+        tier's floor; once the boost of that floor cannot lift `score` to the bar, the
+        rest is skipped. Once that boost is exactly 1.0 (always so with weight 0), every
+        remaining member scores exactly `score`, and only the smallest ids can matter.
+        """
+        rest = mask
+        flat = not top.weight
+        for floor_key, tier in tiers:
+            hot = rest & tier
+            if hot:
+                rest ^= hot
+                top.take(score, self.index.ids_in(hot), skip)
+            if not rest:
+                return
+            recency_left = _max_recency(floor_key, top.now)
+            best_left = (1.0 + top.weight * recency_left / (1.0 + recency_left)) * (1 + 1e-12)
+            if score * best_left < top.bar:
+                return
+            if top.weight * recency_left < 1e-17:
+                flat = True  # 1.0 + this rounds to exactly 1.0: the rest all score `score`
+                break
+        if flat:
+            self._take_smallest_ids(top, score, rest, skip)
+        else:
+            # Boosts too close to tell apart (nodes idle for weeks), or no tiers yet.
+            top.take(score, self.index.ids_in(rest, many=True), skip)
+
+    def _take_smallest_ids(self, top: "_TopK", score: float, mask: int, skip: Container[str]) -> None:
+        """Take the k smallest ids of a group whose members all score exactly `score`
+        (boost 1.0): ties go to the smaller id, so no other member can make the top k."""
+        index = self.index
+        members = mask.bit_count()
+        # Walking all ids in order meets a member every n_slots / members ids, so finding
+        # k of them costs about k * n_slots / members steps; taking every member (slot
+        # order is not id order) costs `members` steps. Do the cheaper.
+        if members * members <= top.k * index.n_slots:
+            top.take(score, index.ids_in(mask, many=True), skip)
+            return
+        in_id_order = (node_id for node_id in index.ids_by_id()
+                       if has_slot(mask, index.slot(node_id)) and node_id not in skip)
+        top.take(score, itertools.islice(in_id_order, top.k))
 
     def _rank_pruned(self, query_words: set[str], k: int, weight: float) -> list[Hit]:
         """Top-k by the same score as `_rank_exhaustive`, skipping hopeless candidates.
 
-        Words are taken rarest first. Once the words left could not lift a node that
-        shares none of the words seen so far above the current k-th best, common
-        words only add to the candidates already found (MaxScore pruning; exact).
+        Rare words first, member by member, with MaxScore pruning: once the words left
+        could not lift a node that shares none of the words seen so far above the
+        current k-th best, the rest only add to the candidates already found (exact).
+        The common words (those searched through masks, which come last) are not
+        walked member by member: `_top` splits the nodes they match into groups of equal
+        score with `&`, and takes from those only the few that can matter.
         """
         index = self.index
         weighted = index.weighted_words(query_words)
         if not weighted or k <= 0:
             return []
-        # What a node not seen yet could still score: the sum of the words left, added in
-        # the same order as its real score would be, so a tie is never pruned away.
-        suffix = [sum(idf for idf, _ in weighted[position:]) for position in range(len(weighted))]
-        max_boost = 1.0 + weight
+        # What a node not seen yet could still score: the sum of the words left. (Summed
+        # in another order than a real score, which may differ in the last bit: `reach`
+        # allows for that, so a tie is never pruned away.)
+        suffix = [0.0] * (len(weighted) + 1)
+        for position in range(len(weighted) - 1, -1, -1):
+            suffix[position] = suffix[position + 1] + weighted[position][0]
+        reach = (1.0 + weight) * (1 + 1e-9)
+        common_start = index.common_suffix_start(weighted)
         scores: dict[str, float] = {}
         for position, (idf, word) in enumerate(weighted):
             if position and len(scores) >= k:
                 # Lexical scores are floors of final scores (the boost is at least 1).
                 kth_lexical = heapq.nlargest(k, scores.values())[-1]
-                if suffix[position] * max_boost * (1 + 1e-9) < kth_lexical:
+                if suffix[position] * reach < kth_lexical:
                     self._add_to_known(scores, weighted[position:])
-                    break
+                    return self._top(scores, k, weight)
+            if position == common_start:
+                break
             for node_id in index.posting(word):
                 scores[node_id] = scores.get(node_id, 0.0) + idf
-        return self._top(scores, k, weight)
+        if common_start == len(weighted):
+            return self._top(scores, k, weight)
+        common = weighted[common_start:]
+        self._add_to_known(scores, common)  # the rare words' candidates are now complete
+        return self._top(scores, k, weight, common)
 
     def _add_to_known(self, scores: dict[str, float], weighted: list[tuple[float, str]]) -> None:
         """Add the remaining words' weights to the candidates already found, and no others."""
         for idf, word in weighted:
-            posting = self.index.posting(word)
-            if len(posting) < len(scores):
-                for node_id in posting:
-                    if node_id in scores:
-                        scores[node_id] += idf
-            else:
-                for node_id in scores:
-                    if node_id in posting:
-                        scores[node_id] += idf
+            # A dict view & a set walks the smaller of the two, at C speed.
+            for node_id in scores.keys() & self.index.posting(word):
+                scores[node_id] += idf
 
     def related(self, text: str, k: int = 10, *, hint: str | None = None, recency_weight: float | None = None) -> list[Hit]:
         """Search hits followed by their DAG parents and children.
@@ -544,6 +652,64 @@ class SoulGraph:
             "nodes": [{"id": n.id, "label": n.content, "tags": n.tags, "pinned": n.pinned} for n in self.nodes.values()],
             "edges": [{"from": p, "to": c} for p, c in sorted(self.edges())],
         }
+
+
+class _TopK:
+    """The k best (final score, id) taken so far, and the bar a newcomer must reach.
+
+    The bar is the k-th best final score taken so far, or, until k have been taken, a
+    known lower bound of the k-th final score. A candidate whose best possible score is
+    below the bar cannot make the top k; one equal to it still can (by a smaller id).
+    """
+
+    def __init__(self, k: int, floor: float, nodes: dict[str, Node], now: float, weight: float) -> None:
+        self.k, self.bar = k, floor
+        self.nodes, self.now, self.weight = nodes, now, weight
+        self._taken: list[tuple[float, str]] = []
+        self._finals: list[float] = []  # min-heap of the k best finals taken
+
+    def take(self, score: float, node_ids: Iterable[str], skip: Container[str] = ()) -> None:
+        """Score candidates of lexical score `score`: final = score * boost, with
+        boost = 1 + weight * r / (1 + r) and r = `Node.recency_score` (weight 0: no boost).
+        Written out here, in the same arithmetic (so bit-identical), because it runs for
+        every candidate that is scored."""
+        nodes, now, weight, finals, k = self.nodes, self.now, self.weight, self._finals, self.k
+        exp = math.exp
+        for node_id in node_ids:
+            if node_id in skip:
+                continue
+            if weight:
+                node = nodes[node_id]
+                recency = (node.access_count + 1) * exp(-(now - node.last_accessed) / DAY)  # Node.recency_score
+                final = score * (1.0 + weight * recency / (1.0 + recency))
+            else:
+                final = score
+            if final < self.bar:
+                continue  # below the k-th best final score: cannot make the top k
+            self._taken.append((final, node_id))
+            if len(finals) < k:
+                heapq.heappush(finals, final)
+            elif final > finals[0]:
+                heapq.heapreplace(finals, final)
+            else:
+                continue
+            if len(finals) == k and finals[0] > self.bar:
+                self.bar = finals[0]
+
+    def best(self) -> list[tuple[float, str]]:
+        return heapq.nsmallest(self.k, self._taken, key=lambda pair: (-pair[0], pair[1]))
+
+
+def _max_recency(key: float, now: float) -> float:
+    """An upper bound of the recency score of any node whose recency key is at most `key`.
+
+    The score is exp(key - now / DAY) in exact arithmetic; the margin in the exponent
+    covers the rounding of the key and of the score as `Node.recency_score` computes it
+    (about 1e-11 for dates near today), so the bound is safe to prune with.
+    """
+    exponent = key - now / DAY
+    exponent += 1e-9 * (1.0 + abs(key) + abs(now / DAY))
+    return math.exp(min(exponent, 700.0))  # 700: exp would overflow soon after
 
 
 def _edge_ends(edge: Any) -> tuple[str, str]:
