@@ -55,9 +55,25 @@ def stem(word: str) -> str:
     return word
 
 
+# token -> its searchable form ("" for a stopword). A graph's vocabulary is far smaller
+# than its text, so loading 100k memories stems each distinct token once, not each use.
+_forms: dict[str, str] = {}
+_MAX_FORMS = 500_000
+
+
+def _form(token: str) -> str:
+    form = "" if token in STOPWORDS else stem(token)
+    if len(_forms) < _MAX_FORMS:
+        _forms[token] = form
+    return form
+
+
 def words(text: str) -> set[str]:
     """The distinct searchable words of a text: lower-cased, stopwords dropped, plurals folded."""
-    return {stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS}
+    forms = _forms
+    found = {forms[t] if t in forms else _form(t) for t in WORD.findall(text.lower())}
+    found.discard("")
+    return found
 
 
 class InvertedIndex:
@@ -94,8 +110,13 @@ class InvertedIndex:
             self._unsorted_ids.append(node_id)
         doc = frozenset(words(text))
         self._doc_words[node_id] = doc
+        postings = self._postings
         for word in doc:
-            self._postings.setdefault(word, set()).add(node_id)
+            posting = postings.get(word)
+            if posting is None:
+                postings[word] = {node_id}
+            else:
+                posting.add(node_id)
         if self._masks:
             self._set_mask_bits(slot, doc)
 
