@@ -5,7 +5,9 @@
 Baseline, run in the same invocation: an MCP server built on the same SDK whose one
 tool does nothing (`echo`). Everything is driven by the SDK's stdio client, as Hermes
 drives it. Measured per graph size:
-- start: process start to the first tools/list answer (median of 3);
+- start: process start to the first tools/list answer (median of 3); first answer: to the
+  first soul_summary answer, which waits for the graph to be read (large files are read in
+  the background after start);
 - soul_query / soul_related / soul_add: tools/call round trips, p50 and p99;
 - engine: the graph's own time per question in-process (no transport), p50;
 - load and save of soul.json.
@@ -60,11 +62,22 @@ async def time_calls(client: Client, name: str, argument_list: list[dict]) -> li
     return samples
 
 
-async def startup(params: StdioServerParameters) -> float:
+async def startup(params: StdioServerParameters, first_call: tuple[str, dict] | None = None) -> tuple[float, float]:
+    """Seconds from process start to the first tools/list answer, and to the first answer of
+    `first_call` (for the soul graph: the graph has been read by then)."""
     started = time.perf_counter()
     async with Client(params) as client:
         await client.list_tools()
-        return time.perf_counter() - started
+        listed = time.perf_counter() - started
+        if first_call:
+            result = await client.call_tool(*first_call)
+            assert not result.is_error, result.content[0].text
+        return listed, time.perf_counter() - started
+
+
+def median_startup(params: StdioServerParameters, first_call: tuple[str, dict] | None = None) -> tuple[float, float]:
+    runs = [asyncio.run(startup(params, first_call)) for _ in range(3)]
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
 async def measure_server(params: StdioServerParameters, calls: dict[str, list[dict]]) -> dict[str, list[float]]:
@@ -92,18 +105,17 @@ def main() -> None:
     echo_script = work / "echo_server.py"
     echo_script.write_text(ECHO_SERVER)
     echo = StdioServerParameters(command=sys.executable, args=[str(echo_script)])
-    base_start = statistics.median(asyncio.run(startup(echo)) for _ in range(3))
+    base_start = median_startup(echo)[0]
     base_calls = asyncio.run(measure_server(echo, {"echo": [{"text": q} for q in questions[: args.calls]]}))["echo"]
     base_p50, base_p99 = percentile(base_calls, 0.5), percentile(base_calls, 0.99)
 
     print(f"python {sys.version.split()[0]}, baseline = do-nothing MCP server on the same SDK, stdio client")
     print(f"baseline: start {base_start:.3f} s, tools/call p50 {ms(base_p50)} ms, p99 {ms(base_p99)} ms\n")
-    header = f"{'nodes':>7} | {'file MB':>7} | {'save s':>6} | {'start s':>7} {'x base':>6} | " \
+    header = f"{'nodes':>7} | {'file MB':>7} | {'save s':>6} | {'start s':>7} {'x base':>6} {'1st answer s':>12} | " \
              f"{'query p50/p99 ms':>16} {'x base':>6} | {'related p50/p99 ms':>18} | {'add p50/p99 ms':>15} | " \
              f"{'engine q/rel µs':>15}"
     print(header)
     print("-" * len(header))
-    rows = []
     for size in sizes:
         graph = synthetic.build(size)
         soul_file = work / f"soul-{size}.json"
@@ -121,7 +133,7 @@ def main() -> None:
             engine_q.append(t1 - t0)
 
         params = StdioServerParameters(command=sys.executable, args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file)])
-        start = statistics.median(asyncio.run(startup(params)) for _ in range(3))
+        start, first_answer = median_startup(params, ("soul_summary", {}))
         calls = asyncio.run(measure_server(params, {
             "soul_query": [{"query": q} for q in questions[: args.calls]],
             "soul_related": [{"query": q} for q in questions[: args.calls]],
@@ -131,12 +143,11 @@ def main() -> None:
         r50, r99 = percentile(calls["soul_related"], 0.5), percentile(calls["soul_related"], 0.99)
         a50, a99 = percentile(calls["soul_add"], 0.5), percentile(calls["soul_add"], 0.99)
         size_mb = soul_file.stat().st_size / 1e6
-        row = (f"{size:>7} | {size_mb:>7.1f} | {save_seconds:>6.2f} | {start:>7.3f} {start / base_start:>6.2f} | "
+        row = (f"{size:>7} | {size_mb:>7.1f} | {save_seconds:>6.2f} | {start:>7.3f} {start / base_start:>6.2f} {first_answer:>12.3f} | "
                f"{ms(q50) + '/' + ms(q99):>16} {q50 / base_p50:>6.2f} | {ms(r50) + '/' + ms(r99):>18} | "
                f"{ms(a50) + '/' + ms(a99):>15} | "
                f"{percentile(engine_q, 0.5) * 1e6:>7.1f}/{percentile(engine_r, 0.5) * 1e6:<7.1f}")
         print(row, flush=True)
-        rows.append(row)
 
 
 if __name__ == "__main__":
