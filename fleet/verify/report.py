@@ -19,6 +19,7 @@ class HostOutcome:
     name: str
     checks: dict[str, CheckOutcome] = field(default_factory=dict)
     unreachable: str = ""  # why the host could not be checked at all (down, key refused, ...)
+    unreachable_kind: str = UNREACHABLE  # what the table cell says: unreachable | key refused | ...
 
     @property
     def failed(self) -> bool:
@@ -42,10 +43,10 @@ class VerifyReport:
             return  # a teardown error never hides the failure that came first
         outcome.checks[check] = CheckOutcome(check, status, reason)
 
-    def mark_unreachable(self, host: str, reason: str) -> None:
+    def mark_unreachable(self, host: str, reason: str, kind: str = UNREACHABLE) -> None:
         outcome = self.hosts[host]
         if not outcome.unreachable:
-            outcome.unreachable = reason
+            outcome.unreachable, outcome.unreachable_kind = reason, kind
             outcome.checks.clear()
 
     @property
@@ -62,7 +63,7 @@ class VerifyReport:
         rows = []
         for h in self.hosts.values():
             if h.unreachable:
-                rows.append([h.name] + [UNREACHABLE] + ["-"] * (len(self.checks) - 1))
+                rows.append([h.name] + [h.unreachable_kind] + ["-"] * (len(self.checks) - 1))
             else:
                 rows.append([h.name] + [h.checks[c].status if c in h.checks else "-"
                                         for c in self.checks])
@@ -73,7 +74,7 @@ class VerifyReport:
         problems = []
         for h in self.hosts.values():
             if h.unreachable:
-                problems.append(f"  {h.name}: {UNREACHABLE}: {h.unreachable}")
+                problems.append(f"  {h.name}: {h.unreachable_kind}: {h.unreachable}")
             problems += [f"  {h.name}: {c.check}: {c.reason}"
                          for c in h.checks.values() if c.status != OK]
         passed = sum(not h.failed for h in self.hosts.values())

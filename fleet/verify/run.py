@@ -11,7 +11,7 @@ from typing import TextIO
 
 import pytest
 
-from fleet.connections.base import HostConnectionError
+from fleet.connections.base import AuthenticationFailed, HostConnectionError, HostKeyRejected
 
 from .report import FAIL, OK, VerifyReport
 from .sessions import HostSessions
@@ -82,12 +82,20 @@ class VerifyPlugin:
         elif report.failed:
             error = call.excinfo.value if call.excinfo else None
             if isinstance(error, HostConnectionError):
-                self.report.mark_unreachable(host, str(error))
+                self.report.mark_unreachable(host, str(error), _connection_kind(error))
             else:
                 self.report.record(host, check, FAIL, _reason(call.excinfo, report))
 
     def pytest_sessionfinish(self, session):
         self.sessions.close()
+
+
+def _connection_kind(error: HostConnectionError) -> str:
+    if isinstance(error, HostKeyRejected):
+        return "key refused"
+    if isinstance(error, AuthenticationFailed):
+        return "login refused"
+    return "unreachable"
 
 
 def _reason(excinfo, report) -> str:
