@@ -1,0 +1,154 @@
+"""The runtime build on the operator: the soulgraph wheel at a sha, and a wheelhouse per platform.
+
+1. `git archive <sha> runtime/` of this repository, so only committed code ships (a dirty work
+   tree never leaks into a release), then `pip wheel` of runtime/ → soulgraph-*.whl.
+2. Its dependencies as wheels for the target OS, CPU and Python (`pip download --platform`),
+   so hosts install with `pip --no-index` and never need a package index.
+
+Both are cached under ~/.cache/soulfleet (SOULFLEET_CACHE): the wheel per sha, the dependency
+wheels per (runtime/pyproject.toml content, platform), the finished wheelhouse per (sha, platform).
+A cached entry is written to a temporary folder and renamed into place, so a killed build never
+leaves a half-filled cache entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class BuildError(Exception):
+    pass
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SOULFLEET_CACHE", "~/.cache/soulfleet")).expanduser()
+
+
+def _git(repo: Path, *args: str, binary: bool = False):
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+    if proc.returncode != 0:
+        raise BuildError(f"git {' '.join(args)} in {repo}: {proc.stderr.decode().strip()}")
+    return proc.stdout if binary else proc.stdout.decode().strip()
+
+
+def resolve_sha(ref: str = "HEAD", repo: Path = REPO) -> str:
+    """The full commit sha for a ref in the repository; BuildError when it names no commit."""
+    try:
+        return _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except BuildError:
+        raise BuildError(f"{ref!r} is not a commit in {repo}") from None
+
+
+def pip_platforms(platform: str, arch: str) -> list[str]:
+    """pip --platform tags for a host (pip widens each to the older compatible versions)."""
+    if platform == "macos":
+        arch = "arm64" if arch in ("arm64", "aarch64") else "x86_64"
+        return [f"macosx_11_0_{arch}", "macosx_11_0_universal2"]
+    arch = "aarch64" if arch in ("arm64", "aarch64") else arch
+    return [f"manylinux_2_28_{arch}", f"manylinux2014_{arch}"]
+
+
+def platform_key(platform: str, arch: str, python_version: str) -> str:
+    return f"{platform}-{arch}-py{python_version}"
+
+
+def _publish(tmp: Path, final: Path) -> Path:
+    try:
+        tmp.rename(final)
+    except OSError:  # another build got there first: keep theirs
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _pip(*args: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"pip {args[0]} failed:\n{(proc.stderr or proc.stdout)[-3000:]}")
+
+
+class RuntimeBuilder:
+    """Builds (or finds in the cache) what a release needs. Safe to call from many threads."""
+
+    def __init__(self, sha: str, repo: Path = REPO, cache: Path | None = None):
+        self.sha, self.repo = sha, Path(repo)
+        self.cache = cache or cache_root()
+        self._lock = threading.Lock()
+        self._wheelhouses: dict[str, Path] = {}
+
+    def runtime_wheel(self) -> Path:
+        folder = self.cache / "runtime-wheels" / self.sha
+        wheels = sorted(folder.glob("soulgraph-*.whl")) if folder.is_dir() else []
+        if wheels:
+            return wheels[0]
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{self.sha[:12]}-", dir=folder.parent))
+        src = tmp / "src"
+        src.mkdir()
+        archive = _git(self.repo, "archive", "--format=tar", self.sha, "runtime", binary=True)
+        tar_path = tmp / "runtime.tar"
+        tar_path.write_bytes(archive)
+        with tarfile.open(tar_path) as tar:
+            tar.extractall(src, filter="data")
+        tar_path.unlink()
+        try:
+            _pip("wheel", "--no-deps", "-q", "-w", str(tmp), str(src / "runtime"))
+        except BuildError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        shutil.rmtree(src)
+        _publish(tmp, folder)
+        return sorted(folder.glob("soulgraph-*.whl"))[0]
+
+    def _requirements_key(self) -> str:
+        text = _git(self.repo, "show", f"{self.sha}:runtime/pyproject.toml")
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def dependency_wheels(self, platform: str, arch: str, python_version: str) -> Path:
+        key = platform_key(platform, arch, python_version)
+        folder = self.cache / "dep-wheels" / f"{self._requirements_key()}-{key}"
+        if folder.is_dir():
+            return folder
+        wheel = self.runtime_wheel()
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder.parent))
+        tags = [arg for tag in pip_platforms(platform, arch) for arg in ("--platform", tag)]
+        try:
+            _pip("download", "-q", "--only-binary=:all:", *tags, "--python-version",
+                 python_version, "--implementation", "cp", "-d", str(tmp), str(wheel),
+                 "pip")  # pip itself too, so the venv's pip can be as new as the wheels need
+        except BuildError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        for own in tmp.glob("soulgraph-*.whl"):
+            own.unlink()
+        return _publish(tmp, folder)
+
+    def wheelhouse(self, platform: str, arch: str, python_version: str) -> Path:
+        """The folder shipped to `releases/<sha>/wheels/`: the runtime wheel and its deps."""
+        key = platform_key(platform, arch, python_version)
+        with self._lock:
+            if key in self._wheelhouses:
+                return self._wheelhouses[key]
+            folder = self.cache / "wheelhouses" / self.sha / key
+            if not folder.is_dir():
+                deps = self.dependency_wheels(platform, arch, python_version)
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder.parent))
+                for wheel in [*deps.glob("*.whl"), self.runtime_wheel()]:
+                    try:
+                        os.link(wheel, tmp / wheel.name)
+                    except OSError:
+                        shutil.copy2(wheel, tmp / wheel.name)
+                _publish(tmp, folder)
+            self._wheelhouses[key] = folder
+            return folder

@@ -1,0 +1,159 @@
+"""The operator's commands: fleet-update, fleet bootstrap, fleet status, fleet verify."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import click
+
+from fleet import inventory as inv
+from fleet.build import REPO, BuildError, RuntimeBuilder, resolve_sha
+from fleet.deploy import BOOTSTRAP_ROLES, UPDATE_ROLES, load_roles, update_host
+from fleet.roles import RoleError
+from fleet.runner import Progress, exit_code, recap, run_hosts
+
+DEFAULT_INVENTORY = "inventory.yml"
+
+
+def _select(inventory_path: str | None, target: str, limit: str | None) -> list[inv.Host]:
+    try:
+        if inventory_path:
+            inventory = inv.load(inventory_path)
+        elif Path(DEFAULT_INVENTORY).exists() and target != inv.LOCAL:
+            inventory = inv.load(DEFAULT_INVENTORY)
+        else:
+            inventory = inv.empty()
+        return inventory.select(target, limit)
+    except inv.InventoryError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _fail(message: str) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(1)
+
+
+def _run_update(hosts, ref, *, roles, hermes, yes, check, diff, forks, repo, title) -> int:
+    try:
+        sha = resolve_sha(ref, Path(repo))
+    except BuildError as exc:
+        _fail(str(exc))
+    restart = "the Hermes gateway, where the runtime or its entry changed" if hermes \
+        else "nothing (the gateway picks up the new entry at its next restart; use --hermes)"
+    click.echo(f"{title} {sha[:12]} ({ref}) on {len(hosts)} host(s): "
+               f"{', '.join(h.name for h in hosts)}")
+    click.echo(f"  roles: {' → '.join(roles)}; restarts: {restart}"
+               + ("; CHECK MODE: nothing is changed" if check else ""))
+    if not (yes or check) and not click.confirm("Go ahead?", default=False):
+        click.echo("Nothing done.")
+        return 1
+    try:
+        loaded = load_roles(roles)
+    except RoleError as exc:
+        _fail(str(exc))
+    builder = RuntimeBuilder(sha, Path(repo))
+    try:
+        builder.runtime_wheel()  # fail fast, once, before any host is touched
+    except BuildError as exc:
+        _fail(f"cannot build the runtime at {sha[:12]}: {exc}")
+    progress = Progress(show_diff=diff)
+    work = lambda host, should_stop: update_host(
+        host, sha=sha, builder=builder, roles=loaded, check=check, show_diff=diff,
+        restart_gateway=hermes, on_report=progress.task, should_stop=should_stop)
+    results, interrupted = run_hosts(hosts, work, forks=forks, progress=progress)
+    click.echo("\n" + recap(results))
+    return exit_code(results, interrupted)
+
+
+def update_options(fn):
+    @click.option("--hermes", is_flag=True, help="Restart the Hermes gateway where something changed.")
+    @click.option("--yes", "-y", is_flag=True, help="Do not ask before changing hosts.")
+    @click.option("--check", is_flag=True, help="Change nothing; report what would change.")
+    @click.option("--diff", is_flag=True, help="Show unified diffs of file changes.")
+    @click.option("--limit", "-l", metavar="PATTERN", help="Only hosts or groups matching (fnmatch; commas).")
+    @click.option("--forks", "-f", default=10, show_default=True, type=click.IntRange(1, 200),
+                  help="Hosts worked on at once.")
+    @click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY",
+                  help=f"YAML inventory (default: ./{DEFAULT_INVENTORY} if present).")
+    @click.option("--repo", default=str(REPO), show_default=True, hidden=True,
+                  help="The git repository the runtime is built from.")
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+@click.command(name="fleet-update")
+@update_options
+@click.argument("target")
+@click.argument("sha", default="HEAD")
+def fleet_update(hermes, yes, check, diff, limit, forks, inventory_path, repo, target, sha):
+    """Deploy the soul graph runtime at SHA (default HEAD) to TARGET and install it into Hermes.
+
+    TARGET: all, a group, a host, a comma list, or `local` (this machine, no SSH).
+    Exit: 0 all well, 2 a host failed, 4 a host unreachable, 6 both, 130 interrupted.
+    """
+    hosts = _select(inventory_path, target, limit)
+    sys.exit(_run_update(hosts, sha, roles=UPDATE_ROLES, hermes=hermes, yes=yes, check=check,
+                         diff=diff, forks=forks, repo=repo, title="Update to"))
+
+
+@click.group()
+def fleet():
+    """soulfleet: roll the soul graph out to a fleet of Hermes hosts."""
+
+
+fleet.add_command(fleet_update, name="update")
+
+
+@fleet.command()
+@update_options
+@click.argument("hosts", nargs=-1, required=True)
+@click.option("--sha", "ref", default="HEAD", show_default=True, help="The commit to deploy.")
+def bootstrap(hermes, yes, check, diff, limit, forks, inventory_path, repo, hosts, ref):
+    """Set up new HOSTS (folders, the gateway's systemd unit or launchd plist), then update them."""
+    chosen = _select(inventory_path, ",".join(hosts), limit)
+    sys.exit(_run_update(chosen, ref, roles=BOOTSTRAP_ROLES, hermes=hermes, yes=yes, check=check,
+                         diff=diff, forks=forks, repo=repo, title="Bootstrap at"))
+
+
+@fleet.command()
+@click.argument("target", default="all")
+@click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY")
+@click.option("--limit", "-l", metavar="PATTERN")
+@click.option("--forks", "-f", default=10, type=click.IntRange(1, 200))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per host.")
+def status(target, inventory_path, limit, forks, as_json):
+    """Read-only: each host's deployed sha, Hermes soul entry and gateway state."""
+    from fleet.status import host_status
+    hosts = _select(inventory_path, target, limit)
+    with ThreadPoolExecutor(max_workers=forks) as pool:
+        reports = list(pool.map(host_status, hosts))
+    for r in reports:
+        if as_json:
+            click.echo(json.dumps(r))
+        elif not r["reachable"]:
+            click.echo(f"{r['host']}: UNREACHABLE — {r['error']}")
+        else:
+            click.echo(f"{r['host']}: {r['platform']} sha={(r['sha'] or '-')[:12]} "
+                       f"hermes_entry={r['hermes_entry'] or '-'} gateway={r['gateway']}")
+    sys.exit(4 if any(not r["reachable"] for r in reports) else 0)
+
+
+@fleet.command()
+@click.argument("target", default="all")
+@click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY")
+@click.option("--limit", "-l", metavar="PATTERN")
+@click.option("--hermes", is_flag=True, help="Also check that the gateway is active.")
+def verify(target, inventory_path, limit, hermes):
+    """Check each host with pytest-testinfra (fleet.verify)."""
+    hosts = _select(inventory_path, target, limit)
+    try:
+        from fleet.verify import run_verify
+    except ImportError:
+        _fail("fleet verify is not available in this version (fleet.verify is missing)")
+    sys.exit(run_verify(hosts, hermes=hermes))

@@ -1,0 +1,122 @@
+"""One host's update: connect, gather facts, run the roles, say how it went.
+
+The roles run in this order (fleet-update): runtime → import_check → switch → hermes → gateway
+(handlers). `fleet bootstrap` puts the bootstrap role first. The only step that changes which
+runtime is active is the atomic `current` switch, and it runs only after the import check passed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from fleet.build import RuntimeBuilder
+from fleet.connections import CommandTimeout, HostConnectionError
+from fleet.facts import expand_home, gather
+from fleet.inventory import Host
+from fleet.operations import CHANGED, FAILED, OK, SKIPPED, Context
+from fleet.roles import Play, Role, TaskReport, load_role
+
+UPDATE_ROLES = ["runtime", "import_check", "switch", "hermes", "gateway"]
+BOOTSTRAP_ROLES = ["bootstrap", *UPDATE_ROLES]
+UNREACHABLE, INTERRUPTED = "unreachable", "interrupted"
+
+
+@dataclass
+class HostResult:
+    host: str
+    status: str  # ok | changed | failed | unreachable | interrupted
+    counts: dict[str, int] = field(default_factory=lambda: {OK: 0, CHANGED: 0, FAILED: 0,
+                                                            SKIPPED: 0})
+    sha: str | None = None  # the release `current` points at afterwards
+    seconds: float = 0.0
+    message: str = ""
+    reports: list[TaskReport] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+class LazyWheelhouse(os.PathLike):
+    """The wheelhouse path, built on first use: a host already at the sha never needs it."""
+
+    def __init__(self, builder: RuntimeBuilder, facts: dict[str, Any]):
+        self.builder, self.facts = builder, facts
+
+    def __fspath__(self) -> str:
+        f = self.facts
+        return str(self.builder.wheelhouse(f["platform"], f["arch"], f["python_version"]))
+
+    def __str__(self) -> str:
+        return self.__fspath__()
+
+
+def host_variables(host: Host, facts: dict[str, Any], sha: str, *, restart_gateway: bool,
+                   builder: RuntimeBuilder | None) -> dict[str, Any]:
+    home = facts["home"]
+    hvars = dict(host.vars)
+    runtime_dir = expand_home(str(hvars["runtime_dir"]), home)
+    release_dir = f"{runtime_dir}/releases/{sha}"
+    hvars.update(
+        host_name=host.name, home=home, sha=sha,
+        platform=facts["platform"], uid=facts["uid"], arch=facts["arch"],
+        python=expand_home(str(hvars["python"]), home),
+        runtime_dir=runtime_dir, release_dir=release_dir,
+        release_python=f"{release_dir}/venv/bin/python",
+        hermes_home=expand_home(str(hvars["hermes_home"]), home),
+        hermes_config_exists=facts["config_exists"],
+        deployed_sha=facts["deployed_sha"],
+        restart_gateway=restart_gateway,
+        wheelhouse=LazyWheelhouse(builder, facts) if builder else "",
+    )
+    return hvars
+
+
+def load_roles(names: list[str]) -> list[Role]:
+    return [load_role(name) for name in names]
+
+
+def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Role],
+                check: bool = False, show_diff: bool = False, restart_gateway: bool = False,
+                on_report: Callable[[str, TaskReport], None] | None = None,
+                should_stop: Callable[[], bool] = lambda: False) -> HostResult:
+    started = time.monotonic()
+    result = HostResult(host.name, OK)
+    conn = host.connection()
+    try:
+        facts = gather(conn, host.vars)
+        result.facts, result.sha = facts, facts["deployed_sha"]
+        if facts["python_version"] is None:
+            result.status, result.message = FAILED, f"no Python at {host.vars['python']}"
+            result.counts[FAILED] += 1
+            return result
+        ctx = Context(conn, check=check, show_diff=show_diff, facts=facts,
+                      vars=host_variables(host, facts, sha, restart_gateway=restart_gateway,
+                                          builder=builder))
+        play = Play(roles, ctx, on_report=(lambda r: on_report(host.name, r)) if on_report else None,
+                    should_stop=should_stop)
+        play.run()
+        result.reports = play.reports
+        for report in play.reports:
+            result.counts[report.outcome.status] += 1
+        switched = [r for r in play.reports if r.role == "switch" and r.task.startswith("switch")]
+        if not check and switched and switched[0].outcome.status in (OK, CHANGED):
+            result.sha = sha
+        failures = [r for r in play.reports if r.outcome.failed]
+        if failures:
+            result.status = FAILED
+            result.message = f"{failures[0].role}/{failures[0].task}: {failures[0].outcome.message}"
+        elif play.stopped:
+            result.status, result.message = INTERRUPTED, "stopped by Ctrl-C between tasks"
+        elif result.counts[CHANGED]:
+            result.status = CHANGED
+    except HostConnectionError as exc:
+        result.status, result.message = UNREACHABLE, str(exc)
+    except CommandTimeout as exc:
+        result.status, result.message = FAILED, str(exc)
+        result.counts[FAILED] += 1
+    finally:
+        conn.close()
+        result.seconds = time.monotonic() - started
+    return result

@@ -1,0 +1,8 @@
+"""Task kinds, one small module each. Importing this package registers them all."""
+
+from fleet.operations import command, directory, files, link, module, prune, service, venv  # noqa: F401
+from fleet.operations.base import (CHANGED, FAILED, OK, SKIPPED, REGISTRY, Context, Outcome,
+                                   OperationError)
+
+__all__ = ["CHANGED", "FAILED", "OK", "SKIPPED", "REGISTRY", "Context", "Outcome",
+           "OperationError"]

@@ -1,0 +1,53 @@
+"""service: restart a per-user service — systemd --user on Linux, launchd on macOS.
+
+macOS: `launchctl kickstart -k gui/<uid>/<label>` restarts an agent in the user's GUI session.
+Over SSH with nobody logged in at the screen there is no gui/ domain, so `user/<uid>/<label>` is
+tried next. Linux: `systemctl --user` needs the user's bus, found through XDG_RUNTIME_DIR, which a
+non-interactive SSH session may not set. A host var can replace the whole restart command (hosts
+with s6, a container, or no gateway at all).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from fleet.operations.base import CHANGED, Context, Outcome, failed_result, operation
+
+
+def restart_argvs(platform: str, uid: int | str, unit: str, label: str) -> list[list[str]]:
+    """The restart commands to try in order; the first that exits 0 wins."""
+    if platform == "macos":
+        return [["launchctl", "kickstart", "-k", f"gui/{uid}/{label}"],
+                ["launchctl", "kickstart", "-k", f"user/{uid}/{label}"]]
+    return [["systemctl", "--user", "restart", unit]]
+
+
+def status_argv(platform: str, uid: int | str, unit: str, label: str) -> list[str]:
+    if platform == "macos":
+        return ["launchctl", "print", f"gui/{uid}/{label}"]
+    return ["systemctl", "--user", "is-active", unit]
+
+
+def restart_command(platform: str, uid: int | str, unit: str, label: str,
+                    override: str | None = None) -> str:
+    if override:
+        return override
+    tries = " || ".join(shlex.join(argv) for argv in restart_argvs(platform, uid, unit, label))
+    if platform == "macos":
+        return tries
+    return 'XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/$(id -u)}" ' + tries
+
+
+@operation("service")
+def service(ctx: Context, unit: str, label: str, state: str = "restarted",
+            restart_command_override: str | None = None) -> Outcome:
+    if state != "restarted":
+        raise ValueError("service supports state: restarted")
+    platform, uid = ctx.facts.get("platform", "linux"), ctx.facts.get("uid")
+    cmd = restart_command(platform, uid, unit, label, restart_command_override)
+    if ctx.check:
+        return Outcome(CHANGED, f"would restart: {cmd}")
+    result = ctx.run(cmd, timeout=120)
+    if not result.ok:
+        return failed_result(result, f"restart ({cmd})")
+    return Outcome(CHANGED, f"restarted: {cmd}")

@@ -1,0 +1,49 @@
+"""`fleet status`: what a host runs now (deployed sha, Hermes entry, gateway state). Read-only."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import Any
+
+import yaml
+
+from fleet.connections import HostConnectionError
+from fleet.facts import expand_home, gather, sh_path
+from fleet.inventory import Host
+from fleet.operations.service import status_argv
+
+MARK = "::soulfleet-status::"
+
+
+def host_status(host: Host) -> dict[str, Any]:
+    started = time.monotonic()
+    report: dict[str, Any] = {"host": host.name}
+    conn = host.connection()
+    try:
+        facts = gather(conn, host.vars)
+        hermes_home = expand_home(str(host.vars["hermes_home"]), facts["home"])
+        argv = status_argv(facts["platform"], facts["uid"], "hermes-gateway.service",
+                           "ai.hermes.gateway")
+        env = "" if facts["platform"] == "macos" else \
+            'XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/$(id -u)}" '
+        out = conn.run(f"cat {sh_path(hermes_home)}/config.yaml 2>/dev/null; echo '{MARK}'; "
+                       f"{env}{shlex.join(argv)} >/dev/null 2>&1 && echo active || echo inactive",
+                       timeout=60).stdout
+        config_text, _, gateway = out.partition(MARK + "\n")
+        entry = None
+        try:
+            servers = (yaml.safe_load(config_text) or {}).get("mcp_servers") or {}
+            entry = servers.get("soul")
+        except (yaml.YAMLError, AttributeError):
+            entry = "unreadable config.yaml"
+        report.update(reachable=True, platform=facts["platform"], sha=facts["deployed_sha"],
+                      hermes_home=hermes_home, hermes_config=facts["config_exists"],
+                      hermes_entry=(entry.get("command") if isinstance(entry, dict) else entry),
+                      gateway=gateway.strip())
+    except HostConnectionError as exc:
+        report.update(reachable=False, error=str(exc))
+    finally:
+        conn.close()
+    report["seconds"] = round(time.monotonic() - started, 2)
+    return report

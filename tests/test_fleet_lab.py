@@ -1,0 +1,233 @@
+"""fleet-update against the real SSH lab: five sshd hosts on loopback.
+
+The tests run in order and build on each other (first deploy, then re-runs, then faults), like
+an operator's day. The runtime wheel and wheelhouse are cached per sha, so only the first test
+pays for the build.
+"""
+
+from __future__ import annotations
+
+import json
+import pwd
+import shutil
+import time
+
+import pytest
+
+from fleet.build import resolve_sha
+from fleet.inventory import load
+from tests import hermes_client
+from tests.fleet_helpers import (MINIMAL_CONFIG, clone_repo, commit_file, run_fleet, run_update,
+                                 snapshot)
+from tests.lab import FakeCommand
+
+pytestmark = pytest.mark.lab
+RESTART = 'echo restart >> "$HOME/gateway-restarts"'
+
+
+@pytest.fixture(scope="module")
+def fleet_lab(_ssh_lab_session, tmp_path_factory):
+    """The session lab with clean homes, a minimal Hermes config.yaml on each host (owned by
+    its user), an inventory, and a clone of this repository to make new commits in."""
+    lab = _ssh_lab_session
+    lab.heal()
+    for h in lab.hosts:
+        for folder in (".soulfleet", ".hermes"):
+            shutil.rmtree(h.home / folder, ignore_errors=True)
+        (h.home / "gateway-restarts").unlink(missing_ok=True)
+        hermes = h.home / ".hermes"
+        hermes.mkdir(mode=0o700)
+        (hermes / "config.yaml").write_text(MINIMAL_CONFIG)
+        owner = pwd.getpwnam(h.user)
+        for path in (hermes, hermes / "config.yaml"):
+            shutil.chown(path, owner.pw_uid, owner.pw_gid)
+    root = tmp_path_factory.mktemp("fleet")
+    inventory = lab.write_inventory(root / "inventory.yml",
+                                    common_vars={"gateway_restart_command": RESTART})
+    repo = clone_repo(root / "repo")
+    yield lab, inventory, repo
+    lab.heal()
+
+
+def current_sha(host) -> str | None:
+    link = host.home / ".soulfleet" / "current"
+    return link.readlink().name if link.is_symlink() else None
+
+
+def soul_entry_command(host) -> str:
+    import yaml
+    config = yaml.safe_load((host.home / ".hermes" / "config.yaml").read_text())
+    return config["mcp_servers"]["soul"]["command"]
+
+
+def recap_rows(output: str) -> dict[str, list[str]]:
+    lines = output[output.index("HOST  "):].splitlines()[1:]
+    rows = {}
+    for line in lines:
+        if not line.strip():
+            break
+        cells = line.split()
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+TIMINGS: dict[str, float] = {}
+
+
+def test_first_deploy_changes_every_host(fleet_lab):
+    lab, inventory, repo = fleet_lab
+    sha = resolve_sha("HEAD", repo)
+    started = time.monotonic()
+    code, out = run_update("--yes", "-i", str(inventory), "all", sha, repo=repo)
+    TIMINGS["first"] = time.monotonic() - started
+    assert code == 0, out
+    rows = recap_rows(out)
+    assert set(rows) == {h.name for h in lab.hosts}
+    for h in lab.hosts:
+        ok, changed, failed, unreachable, row_sha, _ = rows[h.name]
+        assert int(changed) >= 3 and failed == "0" and unreachable == "0", out
+        assert current_sha(h) == sha
+        python = f"{h.home}/.soulfleet/releases/{sha}/venv/bin/python"
+        assert soul_entry_command(h) == python
+        assert (h.home / ".hermes" / "soul.json").exists()
+        assert (h.home / ".hermes" / "skills" / "soul-graph" / "SKILL.md").exists()
+        # Everything on the host belongs to its user, not to root.
+        assert (h.home / ".soulfleet" / "releases" / sha).owner() == h.user
+    # No --hermes: no gateway restarts.
+    assert not any((h.home / "gateway-restarts").exists() for h in lab.hosts)
+
+
+def test_second_deploy_changes_nothing(fleet_lab):
+    lab, inventory, repo = fleet_lab
+    before = {h.name: snapshot(h.home) for h in lab.hosts}
+    started = time.monotonic()
+    code, out = run_update("--yes", "--hermes", "-i", str(inventory), "all", repo=repo)
+    TIMINGS["no-change"] = time.monotonic() - started
+    assert code == 0, out
+    for name, row in recap_rows(out).items():
+        assert row[1] == "0", out  # changed
+    assert {h.name: snapshot(h.home) for h in lab.hosts} == before
+    assert not any((h.home / "gateway-restarts").exists() for h in lab.hosts)
+    print(f"\n5 lab hosts: first deploy {TIMINGS.get('first', 0):.1f} s, "
+          f"no-change re-run {TIMINGS['no-change']:.1f} s")
+
+
+def test_check_mode_changes_nothing(fleet_lab):
+    lab, inventory, repo = fleet_lab
+    new_sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'check'\n",
+                          "a release only looked at")
+    before = {h.name: snapshot(h.home) for h in lab.hosts}
+    code, out = run_update("--check", "--diff", "--hermes", "-i", str(inventory), "all",
+                           new_sha, repo=repo)
+    assert code == 0, out
+    assert "would switch" in out and "would restart" in out
+    assert {h.name: snapshot(h.home) for h in lab.hosts} == before
+    assert not any((h.home / "gateway-restarts").exists() for h in lab.hosts)
+
+
+def test_new_sha_switches_runtime_and_hermes_entry(fleet_lab):
+    lab, inventory, repo = fleet_lab
+    old_sha = current_sha(lab.hosts[0])
+    new_sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'new'\n",
+                          "a new release")
+    code, out = run_update("--yes", "--hermes", "-i", str(inventory), "all", new_sha, repo=repo)
+    assert code == 0, out
+    for h in lab.hosts:
+        assert current_sha(h) == new_sha
+        assert soul_entry_command(h) == f"{h.home}/.soulfleet/releases/{new_sha}/venv/bin/python"
+        # The previous release stays for a rollback; the gateway restarted exactly once.
+        assert (h.home / ".soulfleet" / "releases" / old_sha / "venv").is_dir()
+        assert (h.home / "gateway-restarts").read_text() == "restart\n"
+    code, out = run_fleet("status", "-i", str(inventory), "all", "--json")
+    assert code == 0, out
+    for line in out.splitlines():
+        report = json.loads(line)
+        assert report["sha"] == new_sha and report["hermes_entry"].endswith("/venv/bin/python")
+
+
+def test_tampered_host_key_is_refused_while_others_deploy(fleet_lab):
+    lab, inventory, repo = fleet_lab
+    victim = lab.hosts[1]
+    before = current_sha(victim)
+    lab.tamper_known_hosts(victim)
+    sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'tamper'\n", "tamper")
+    code, out = run_update("--yes", "-i", str(inventory), "all", sha, repo=repo)
+    assert code == 4, out
+    assert "HOST KEY CHANGED" in out
+    assert recap_rows(out)[victim.name][3] == "1"
+    assert current_sha(victim) == before
+    assert all(current_sha(h) == sha for h in lab.hosts if h is not victim)
+    lab.heal()
+
+
+def test_unreachable_host_is_reported_while_others_deploy(fleet_lab):
+    lab, inventory, repo = fleet_lab
+    down = lab.hosts[2]
+    lab.stop(down)
+    sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'down'\n", "down")
+    code, out = run_update("--yes", "-i", str(inventory), "all", sha, repo=repo)
+    lab.heal()
+    assert code == 4, out
+    assert "unreachable" in out and recap_rows(out)[down.name][3] == "1"
+    assert all(current_sha(h) == sha for h in lab.hosts if h is not down)
+
+
+def test_broken_runtime_fails_import_check_and_keeps_old_runtime(fleet_lab):
+    lab, inventory, repo = fleet_lab
+    # Bring every host to one sha first (the previous test left one host behind).
+    good = resolve_sha("HEAD", repo)
+    assert run_update("--yes", "-i", str(inventory), "all", good, repo=repo)[0] == 0
+    mcp = repo / "runtime" / "soulgraph" / "mcp.py"
+    broken = commit_file(repo, "runtime/soulgraph/mcp.py",
+                         "raise ImportError('broken on purpose')\n" + mcp.read_text(), "broken")
+    code, out = run_update("--yes", "--hermes", "-i", str(inventory), "all", broken, repo=repo)
+    assert code == 2, out
+    assert "import_check" in out
+    for h in lab.hosts:
+        assert current_sha(h) == good
+        assert soul_entry_command(h) == f"{h.home}/.soulfleet/releases/{good}/venv/bin/python"
+    # Put the good runtime back on top for the tests after this one.
+    commit_file(repo, "runtime/soulgraph/mcp.py", mcp.read_text().split("\n", 1)[1], "fixed")
+
+
+@pytest.mark.hermes
+def test_real_hermes_client_sees_13_tools(fleet_lab, hermes_exe):
+    lab, inventory, repo = fleet_lab
+    host = lab.hosts[0]
+    assert current_sha(host)
+    report = hermes_client.mcp_test(host.home / ".hermes", "soul")
+    assert report.connected, report.output
+    assert report.tools_discovered == 13, report.output
+
+
+def test_macos_command_sequence_with_stand_ins(fleet_lab, tmp_path):
+    """A lab host that says it is macOS: uname/sw_vers/launchctl stand-ins record the calls.
+    The runtime itself stays the Linux one already deployed (same sha, nothing shipped)."""
+    lab, inventory, repo = fleet_lab
+    host = lab.hosts[4]
+    sha = current_sha(host)
+    launchctl = ('for a in "$@"; do case "$a" in gui/*) echo "Could not find domain" >&2; '
+                 'exit 113;; esac; done; exit 0\n')
+    lab.fake_commands(host, {
+        "uname": FakeCommand(by_args={"-s": "Darwin\n", "-m": "arm64\n"}),
+        "sw_vers": FakeCommand(stdout="ProductName: macOS\n"),
+        "launchctl": launchctl,
+    })
+    # The Hermes entry must change for the gateway to be restarted: drop it.
+    (host.home / ".hermes" / "config.yaml").write_text(MINIMAL_CONFIG)
+    inv = lab.write_inventory(tmp_path / "inv.yml")  # no restart override: the real launchctl path
+    code, out = run_fleet("bootstrap", "--yes", "--hermes", "--repo", str(repo), "--sha", sha,
+                          "-i", str(inv), host.name)
+    assert code == 0, out
+    uid = pwd.getpwnam(host.user).pw_uid
+    plist = host.home / "Library" / "LaunchAgents" / "ai.hermes.gateway.plist"
+    assert "<string>ai.hermes.gateway</string>" in plist.read_text()
+    calls = [c for c in lab.fake_calls(host) if c[0] == "launchctl"]
+    assert calls == [
+        ["launchctl", "bootstrap", f"gui/{uid}", str(plist)],
+        ["launchctl", "bootstrap", f"user/{uid}", str(plist)],
+        ["launchctl", "kickstart", "-k", f"gui/{uid}/ai.hermes.gateway"],
+        ["launchctl", "kickstart", "-k", f"user/{uid}/ai.hermes.gateway"],
+    ]
+    assert ["uname", "-s"] in lab.fake_calls(host)
+    lab.heal()
