@@ -113,12 +113,14 @@ def _reason(excinfo, report) -> str:
 
 
 def run_verify(hosts: list[VerifyTarget], *, hermes: bool, sha: str | None = None,
-               out: TextIO = sys.stdout) -> int:
-    """Check every host; print a host × check summary to `out`.
+               out: TextIO | None = None) -> int:
+    """Check every host; print a host × check summary to `out` (default: sys.stdout as it is at
+    the call, not at import, so a CLI runner's captured stdout is honoured).
 
     Returns 0 when every check passed on every host, 2 when a check failed, 4 when a host could
     not be reached or its key was refused (4 wins over 2), 3 when pytest itself could not run.
     """
+    out = out if out is not None else sys.stdout
     names = [h.name for h in hosts]
     if len(set(names)) != len(names):
         raise ValueError(f"host names must be unique: {names}")

@@ -28,6 +28,18 @@ class VerifyTarget:
     runtime_dir: str = DEFAULT_RUNTIME_DIR
     local: bool = False
 
+    @classmethod
+    def from_inventory(cls, host) -> "VerifyTarget":
+        """From a fleet inventory host (`fleet.inventory.Host`: name, local, vars)."""
+        v = host.vars
+        if host.local:
+            return cls(host.name, local=True, hermes_home=v.get("hermes_home") or DEFAULT_HERMES_HOME,
+                       runtime_dir=v.get("runtime_dir") or DEFAULT_RUNTIME_DIR)
+        return cls(host.name, v["address"], int(v.get("port") or 22), v.get("user"),
+                   str(v["key"]) if v.get("key") else None, str(v.get("known_hosts") or ""),
+                   v.get("hermes_home") or DEFAULT_HERMES_HOME,
+                   v.get("runtime_dir") or DEFAULT_RUNTIME_DIR)
+
     def __post_init__(self) -> None:
         if not self.local and not self.known_hosts:
             # Strict host keys need a trust source; we never fall back to "accept anything".
