@@ -99,17 +99,16 @@ def _connection_kind(error: HostConnectionError) -> str:
 
 
 def _reason(excinfo, report) -> str:
+    """One line: the check's own message (first line of the assertion), else the error."""
     if excinfo is None:
-        return report.longreprtext.strip().splitlines()[-1] if report.longreprtext else "failed"
+        lines = report.longreprtext.strip().splitlines()
+        return lines[-1] if lines else "failed"
     error = excinfo.value
-    if isinstance(error, AssertionError):
-        # Our messages come first; pytest's rewritten "assert ..." detail follows on later lines.
-        return (str(error).splitlines() or ["assertion failed"])[0]
-    message = str(error).strip().splitlines()
-    text = f"{type(error).__name__}: {message[0]}" if message else type(error).__name__
-    if isinstance(error, pytest.fail.Exception):
-        text = message[0] if message else "failed"
-    return text
+    first = (str(error).strip().splitlines() or [""])[0]
+    if isinstance(error, (AssertionError, pytest.fail.Exception)):
+        # pytest's rewritten "assert ..." detail follows our message on later lines.
+        return first or "assertion failed"
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 def run_verify(hosts: list[VerifyTarget], *, hermes: bool, sha: str | None = None,

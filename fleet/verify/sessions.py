@@ -8,7 +8,6 @@ check on its own channel, so the other checks can use the same connection meanwh
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from testinfra.backend.base import CommandResult
@@ -56,11 +55,11 @@ class HostSessions:
         self.by_name = {t.name: HostSession(t) for t in targets}
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(targets))),
                                         thread_name_prefix="verify")
-        self._started = threading.Event()
+        self._started = False
 
     def start(self) -> None:
-        if not self._started.is_set():
-            self._started.set()
+        if not self._started:
+            self._started = True
             for session in self.by_name.values():
                 self._pool.submit(session.open)
 
