@@ -149,11 +149,14 @@ def status(target, inventory_path, limit, forks, as_json):
 @click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY")
 @click.option("--limit", "-l", metavar="PATTERN")
 @click.option("--hermes", is_flag=True, help="Also check that the gateway is active.")
-def verify(target, inventory_path, limit, hermes):
-    """Check each host with pytest-testinfra (fleet.verify)."""
+@click.option("--sha", "ref", help="Also check that `current` is the release of this commit.")
+def verify(target, inventory_path, limit, hermes, ref):
+    """Check each host with pytest-testinfra (fleet.verify). Exit: 0 all passed, 2 a check
+    failed, 4 a host unreachable or its key refused."""
+    from fleet.verify import VerifyTarget, run_verify
     hosts = _select(inventory_path, target, limit)
     try:
-        from fleet.verify import run_verify
-    except ImportError:
-        _fail("fleet verify is not available in this version (fleet.verify is missing)")
-    sys.exit(run_verify(hosts, hermes=hermes))
+        sha = resolve_sha(ref) if ref else None
+    except BuildError as exc:
+        _fail(str(exc))
+    sys.exit(run_verify([VerifyTarget.from_inventory(h) for h in hosts], hermes=hermes, sha=sha))

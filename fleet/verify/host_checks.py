@@ -1,0 +1,127 @@
+"""Post-deploy host checks, one per resource, in testinfra's style.
+
+Collected by run_verify() (fleet/verify/run.py), whose plugin parametrizes `target` with the hosts
+and provides `verify_sessions` (connections) and `verify_settings` (hermes, sha). Each assertion's
+message is what the summary shows, so it says what was found and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+
+import pytest
+import yaml
+
+EXPECTED_TOOLS = 13
+SELF_CHECK_TIMEOUT = 180  # seconds; the MCP server starts in about one on an idle host
+
+
+@pytest.fixture(scope="module")
+def session(target, verify_sessions):
+    return verify_sessions[target.name]
+
+
+@pytest.fixture(scope="module")
+def layout(session):
+    # Raises the host's connection error (unreachable, key refused) in every one of its checks.
+    return session.connected.result()
+
+
+@pytest.fixture(scope="module")
+def host(session, layout):
+    return session.host
+
+
+@pytest.fixture(scope="module")
+def deployed_release(host, layout):
+    """Where `current` points, as an absolute path; None when it is not a symlink."""
+    link = host.run("readlink %s", layout.current)
+    if link.rc != 0:
+        return None
+    return posixpath.normpath(posixpath.join(layout.runtime_dir, link.stdout.strip()))
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def test_runtime_imports(host, layout):
+    python = layout.current_python
+    result = host.run("%s -c 'import soulgraph'", python)
+    assert result.rc == 0, f"{python} cannot import soulgraph: {_last_line(result.stderr)}"
+
+
+def test_current_release(host, layout, deployed_release, verify_settings):
+    assert deployed_release is not None, f"{layout.current} is not a symlink"
+    sha = verify_settings.sha
+    if sha is not None:
+        assert deployed_release == layout.release(sha), \
+            f"current points at {deployed_release}, expected {layout.release(sha)}"
+    else:
+        assert posixpath.dirname(deployed_release) == layout.releases, \
+            f"current points at {deployed_release}, outside {layout.releases}"
+    assert host.file(deployed_release).is_directory, f"current points at missing {deployed_release}"
+
+
+def test_mcp_entry(host, layout, deployed_release):
+    config = host.file(layout.config)
+    assert config.is_file, f"no {layout.config}"
+    try:
+        data = yaml.safe_load(config.content_string) or {}
+    except yaml.YAMLError as exc:
+        pytest.fail(f"{layout.config} is not valid YAML: {str(exc).splitlines()[0]}")
+    servers = data.get("mcp_servers") if isinstance(data, dict) else None
+    entry = servers.get("soul") if isinstance(servers, dict) else None
+    assert isinstance(entry, dict), f"no mcp_servers.soul entry in {layout.config}"
+    assert deployed_release is not None, f"{layout.current} is not a symlink: no deployed runtime"
+    expected = posixpath.join(deployed_release, "venv", "bin", "python")
+    assert entry.get("command") == expected, \
+        f"command is {entry.get('command')}, the deployed runtime's python is {expected}"
+    args = ["-m", "soulgraph.mcp", "--soul-file", layout.soul_file]
+    assert entry.get("args") == args, f"args are {entry.get('args')}, expected {args}"
+    tools = entry.get("tools") or {}
+    assert tools.get("resources") is False and tools.get("prompts") is False, \
+        f"tools is {tools}, expected resources: false and prompts: false"
+
+
+def test_soul_file_private(host, layout):
+    soul = host.file(layout.soul_file)
+    assert soul.is_file, f"no {layout.soul_file}"
+    assert soul.mode == 0o600, f"{layout.soul_file} has mode {soul.mode:04o}, expected 0600"
+
+
+def test_skill_present(host, layout):
+    assert host.file(layout.skill).is_file, f"no {layout.skill}"
+
+
+def test_mcp_tools(session, layout):
+    result = session.self_check.result(timeout=SELF_CHECK_TIMEOUT)
+    try:
+        report = json.loads(result.stdout)
+    except ValueError:
+        pytest.fail(f"soulgraph.check with {layout.current_python} exited {result.rc}: "
+                    f"{_last_line(result.stderr or result.stdout)}")
+    count = report.get("tool_count")
+    assert report.get("ok") and count == EXPECTED_TOOLS, \
+        f"the MCP server listed {count} tools, expected {EXPECTED_TOOLS}" + \
+        (f": {report['error']}" if report.get("error") else "")
+
+
+@pytest.mark.hermes
+def test_gateway_active(host):
+    system = host.run("uname -s").stdout.strip()
+    if system == "Darwin":
+        uid = host.run("id -u").stdout.strip()
+        for domain in (f"gui/{uid}", f"user/{uid}"):  # no GUI session over SSH: user/ is next
+            shown = host.run("launchctl print %s", f"{domain}/ai.hermes.gateway")
+            if shown.rc == 0:
+                break
+        assert shown.rc == 0, f"launchd knows no ai.hermes.gateway in gui/{uid} or user/{uid}"
+        assert "state = running" in shown.stdout, "ai.hermes.gateway is loaded but not running"
+    else:
+        state = host.run("systemctl --user is-active hermes-gateway.service")
+        found = state.stdout.strip()
+        assert state.rc == 0 and found == "active", f"hermes-gateway.service is {found}" \
+            if found else f"systemctl --user is-active failed: {_last_line(state.stderr)}"

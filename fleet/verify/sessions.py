@@ -1,0 +1,72 @@
+"""One connection per host, opened for every host at once, with the slow self-check started early.
+
+pytest runs checks one after another; on 20 hosts, connecting and starting each host's MCP server
+in turn would dominate the run. So every host is connected and its `soulgraph.check` started in a
+bounded thread pool before the first check, and the checks pick up the results. paramiko runs the
+check on its own channel, so the other checks can use the same connection meanwhile.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from testinfra.backend.base import CommandResult
+from testinfra.host import Host
+
+from .backend import host_for
+from .target import HostLayout, VerifyTarget
+
+MAX_WORKERS = 8
+
+
+class HostSession:
+    """A target's testinfra Host, its connection outcome, layout and self-check result."""
+
+    def __init__(self, target: VerifyTarget):
+        self.target = target
+        self.host: Host = host_for(target)
+        self.connected: Future[HostLayout] = Future()
+        self.self_check: Future[CommandResult] = Future()
+
+    def open(self) -> None:
+        """Connect and learn the layout, then run the self-check (in a worker thread)."""
+        try:
+            home = self.host.run('printf "%s" "$HOME"')  # the first command connects
+            if home.rc != 0 or not home.stdout.startswith("/"):
+                raise RuntimeError(f"{self.target.name}: cannot read $HOME: {home.stderr.strip()}")
+            layout = HostLayout.of(self.target, home.stdout)
+        except BaseException as exc:
+            self.connected.set_exception(exc)
+            self.self_check.set_exception(exc)
+            return
+        self.connected.set_result(layout)
+        try:
+            self.self_check.set_result(self.host.run(
+                "%s -m soulgraph.check --soul-file %s", layout.current_python, layout.soul_file))
+        except BaseException as exc:
+            self.self_check.set_exception(exc)
+
+    def close(self) -> None:
+        self.host.backend.close()
+
+
+class HostSessions:
+    def __init__(self, targets: list[VerifyTarget], max_workers: int = MAX_WORKERS):
+        self.by_name = {t.name: HostSession(t) for t in targets}
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(targets))),
+                                        thread_name_prefix="verify")
+        self._started = False
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            for session in self.by_name.values():
+                self._pool.submit(session.open)
+
+    def __getitem__(self, name: str) -> HostSession:
+        return self.by_name[name]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        for session in self.by_name.values():
+            session.close()

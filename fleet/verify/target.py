@@ -1,0 +1,97 @@
+"""What verification needs to know about one host, and where the fixed layout puts things there."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+DEFAULT_HERMES_HOME = "~/.hermes"
+DEFAULT_RUNTIME_DIR = "~/.soulfleet"
+
+
+@dataclass(frozen=True)
+class VerifyTarget:
+    """One host to verify. The fleet core maps its inventory hosts to these.
+
+    `local=True` checks this machine through testinfra's local backend (address, port, user,
+    key and known_hosts are then ignored). Paths may start with `~/`: it means the home of the
+    user the checks run as on that host.
+    """
+
+    name: str
+    address: str = ""
+    port: int = 22
+    user: str | None = None
+    key: str | None = None
+    known_hosts: str | None = None
+    hermes_home: str = DEFAULT_HERMES_HOME
+    runtime_dir: str = DEFAULT_RUNTIME_DIR
+    local: bool = False
+
+    @classmethod
+    def from_inventory(cls, host) -> "VerifyTarget":
+        """From a fleet inventory host (`fleet.inventory.Host`: name, local, vars)."""
+        v = host.vars
+        if host.local:
+            return cls(host.name, local=True, hermes_home=v.get("hermes_home") or DEFAULT_HERMES_HOME,
+                       runtime_dir=v.get("runtime_dir") or DEFAULT_RUNTIME_DIR)
+        return cls(host.name, v["address"], int(v.get("port") or 22), v.get("user"),
+                   str(v["key"]) if v.get("key") else None, str(v.get("known_hosts") or ""),
+                   v.get("hermes_home") or DEFAULT_HERMES_HOME,
+                   v.get("runtime_dir") or DEFAULT_RUNTIME_DIR)
+
+    def __post_init__(self) -> None:
+        if not self.local and not self.known_hosts:
+            # Strict host keys need a trust source; we never fall back to "accept anything".
+            raise ValueError(f"{self.name}: an SSH target needs a known_hosts file")
+
+
+@dataclass(frozen=True)
+class HostLayout:
+    """The fixed host layout with `~` already expanded on the host."""
+
+    runtime_dir: str
+    hermes_home: str
+
+    @classmethod
+    def of(cls, target: VerifyTarget, home: str) -> "HostLayout":
+        return cls(runtime_dir=expand_home(target.runtime_dir, home),
+                   hermes_home=expand_home(target.hermes_home, home))
+
+    @property
+    def current(self) -> str:
+        return posixpath.join(self.runtime_dir, "current")
+
+    @property
+    def releases(self) -> str:
+        return posixpath.join(self.runtime_dir, "releases")
+
+    def release(self, sha: str) -> str:
+        return posixpath.join(self.releases, sha)
+
+    def release_python(self, sha: str) -> str:
+        return posixpath.join(self.release(sha), "venv", "bin", "python")
+
+    @property
+    def current_python(self) -> str:
+        return posixpath.join(self.current, "venv", "bin", "python")
+
+    @property
+    def config(self) -> str:
+        return posixpath.join(self.hermes_home, "config.yaml")
+
+    @property
+    def soul_file(self) -> str:
+        return posixpath.join(self.hermes_home, "soul.json")
+
+    @property
+    def skill(self) -> str:
+        return posixpath.join(self.hermes_home, "skills", "soul-graph", "SKILL.md")
+
+
+def expand_home(path: str, home: str) -> str:
+    if path == "~":
+        return home
+    if path.startswith("~/"):
+        return posixpath.join(home, path[2:])
+    return path

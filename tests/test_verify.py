@@ -1,0 +1,247 @@
+"""fleet.verify on the SSH lab: a host laid out by hand passes; each broken piece fails by name.
+
+Two lab hosts get the real layout (runtime venv from a shipped wheelhouse, `current`, the Hermes
+entry, soul.json, SKILL.md); each case breaks one thing on the first and restores it afterwards,
+so the second host shows that one host's failure leaves the others' verdicts alone.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import shlex
+import shutil
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from fleet.verify import (EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, VerifyTarget, run_verify)
+from tests.host_layout import (build_wheelhouse, connect, install_into_hermes, lay_out_host,
+                               switch_current)
+from tests.lab import FakeCommand, Lab
+
+pytestmark = pytest.mark.lab
+
+SHA = "5e1f0c0ffee5e1f0c0ffee5e1f0c0ffee5e1f0c0"
+CHECKS = ["runtime_imports", "current_release", "mcp_entry", "soul_file_private", "skill_present",
+          "mcp_tools"]
+
+
+@pytest.fixture(scope="module")
+def laid_out(_ssh_lab_session: Lab):
+    """Hosts 0 and 1 laid out at SHA (slow: built once per test module)."""
+    lab = _ssh_lab_session
+    wheelhouse = build_wheelhouse()
+    hosts = lab.hosts[:2]
+    lab.heal()
+    for h in hosts:  # whatever other test modules left in these homes goes first (as root:
+        for folder in (".soulfleet", ".hermes"):  # a test may have left root-owned files there)
+            shutil.rmtree(h.home / folder, ignore_errors=True)
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        paths = list(pool.map(lambda h: lay_out_host(h, wheelhouse, SHA), hosts))
+    return dict(zip([h.name for h in hosts], paths))
+
+
+def targets(lab: Lab, names, known_hosts=None) -> list[VerifyTarget]:
+    return [VerifyTarget(h.name, h.address, h.port, h.user, str(lab.key),
+                         str(known_hosts or lab.known_hosts))
+            for h in lab.hosts if h.name in names]
+
+
+def verify(lab, laid_out, *, hermes=False, sha=SHA, known_hosts=None):
+    out = io.StringIO()
+    rc = run_verify(targets(lab, laid_out, known_hosts), hermes=hermes, sha=sha, out=out)
+    sys.stdout.write(out.getvalue())  # shown by pytest when a test fails
+    return rc, out.getvalue()
+
+
+def row(output: str, host: str) -> dict[str, str]:
+    """The summary table's cells for one host, by column."""
+    lines = output.splitlines()
+    spans = [m.span() for m in re.finditer(r"-+", lines[1])]  # the rule under the header
+    cut = lambda line: [line[a:b].strip() for a, b in spans]
+    for line in lines[2:]:
+        cells = cut(line.ljust(spans[-1][1]))
+        if cells[0] == host:
+            return dict(zip(cut(lines[0]), cells))
+    raise AssertionError(f"{host} not in the table:\n{output}")
+
+
+def run_as(lab_host, command: str) -> None:
+    with connect(lab_host) as conn:
+        conn.run(command, check=True)
+
+
+# -- passing -------------------------------------------------------------------------------------
+
+def test_laid_out_hosts_pass_every_check(ssh_lab, laid_out):
+    rc, output = verify(ssh_lab, laid_out)
+    assert rc == EXIT_OK, output
+    for name in laid_out:
+        assert row(output, name) == {"host": name, **{c: "ok" for c in CHECKS}}
+    assert "gateway_active" not in output  # only with hermes=True
+    assert "2/2 hosts passed every check" in output
+
+
+def test_without_a_sha_current_only_has_to_be_a_release(ssh_lab, laid_out):
+    rc, output = verify(ssh_lab, laid_out, sha=None)
+    assert rc == EXIT_OK, output
+
+
+# -- one broken thing per case -------------------------------------------------------------------
+
+def test_soul_file_with_wrong_mode_fails(ssh_lab, laid_out):
+    first, second = list(laid_out)
+    soul = shlex.quote(posixpath.join(laid_out[first]["hermes_home"], "soul.json"))
+    run_as(ssh_lab.host(first), f"chmod 0644 {soul}")
+    try:
+        rc, output = verify(ssh_lab, laid_out)
+    finally:
+        run_as(ssh_lab.host(first), f"chmod 0600 {soul}")
+    assert rc == EXIT_FAILED
+    assert row(output, first)["soul_file_private"] == "FAIL"
+    assert re.search(rf"{first}: soul_file_private: .*soul\.json has mode 0644, expected 0600", output)
+    assert set(row(output, second).values()) == {second, "ok"}
+
+
+def test_missing_skill_fails(ssh_lab, laid_out):
+    first, _ = list(laid_out)
+    skill = shlex.quote(posixpath.join(laid_out[first]["hermes_home"], "skills/soul-graph/SKILL.md"))
+    run_as(ssh_lab.host(first), f"mv {skill} {skill}.away")
+    try:
+        rc, output = verify(ssh_lab, laid_out)
+    finally:
+        run_as(ssh_lab.host(first), f"mv {skill}.away {skill}")
+    assert rc == EXIT_FAILED
+    assert row(output, first)["skill_present"] == "FAIL"
+    assert f"{first}: skill_present: no " in output and "SKILL.md" in output
+
+
+def test_entry_pointing_elsewhere_fails(ssh_lab, laid_out):
+    first, _ = list(laid_out)
+    paths = laid_out[first]
+    with connect(ssh_lab.host(first)) as conn:
+        install_into_hermes(conn, paths["hermes_home"], paths["python"], server_python="/usr/bin/python3")
+        try:
+            rc, output = verify(ssh_lab, laid_out)
+        finally:
+            install_into_hermes(conn, paths["hermes_home"], paths["python"])
+    assert rc == EXIT_FAILED
+    assert row(output, first)["mcp_entry"] == "FAIL"
+    assert (f"{first}: mcp_entry: command is /usr/bin/python3, the deployed runtime's python is "
+            f"{paths['runtime_dir']}/releases/{SHA}/venv/bin/python") in output
+    assert row(output, first)["mcp_tools"] == "ok"  # the runtime itself is fine
+
+
+def test_current_at_another_sha_fails(ssh_lab, laid_out):
+    rc, output = verify(ssh_lab, laid_out, sha="f" * 40)
+    assert rc == EXIT_FAILED
+    for name in laid_out:
+        assert row(output, name)["current_release"] == "FAIL"
+        assert f"{name}: current_release: current points at " in output
+
+
+def test_runtime_without_soulgraph_fails_import_and_tools(ssh_lab, laid_out):
+    first, _ = list(laid_out)
+    runtime_dir = laid_out[first]["runtime_dir"]
+    empty = posixpath.join(runtime_dir, "releases", "empty")
+    with connect(ssh_lab.host(first)) as conn:
+        conn.run(f"/usr/bin/python3 -m venv --without-pip {shlex.quote(empty + '/venv')}", check=True)
+        switch_current(conn, runtime_dir, "empty")
+        try:
+            rc, output = verify(ssh_lab, laid_out, sha=None)
+        finally:
+            switch_current(conn, runtime_dir, SHA)
+    assert rc == EXIT_FAILED
+    cells = row(output, first)
+    assert (cells["runtime_imports"], cells["mcp_tools"], cells["mcp_entry"]) == ("FAIL",) * 3
+    assert "cannot import soulgraph: ModuleNotFoundError: No module named 'soulgraph'" in output
+
+
+# -- host keys and reachability -------------------------------------------------------------------
+
+def accepted_logins(lab_host) -> int:
+    return lab_host.log_file.read_text(errors="replace").count(f"Accepted publickey for {lab_host.user}")
+
+
+def test_changed_host_key_is_refused_not_warned_about(ssh_lab, laid_out):
+    first, second = list(laid_out)
+    ssh_lab.tamper_known_hosts(first)
+    known_before = Path(ssh_lab.known_hosts).read_text()
+    logins_before = accepted_logins(ssh_lab.host(first))
+    rc, output = verify(ssh_lab, laid_out)
+    assert rc == EXIT_UNREACHABLE
+    assert row(output, first) == {"host": first, "runtime_imports": "key refused",
+                                  **{c: "-" for c in CHECKS[1:]}}
+    assert re.search(rf"{first}: key refused: {first} \(.*\): HOST KEY CHANGED", output)
+    assert set(row(output, second).values()) == {second, "ok"}
+    # Refused before logging in, and the impostor entry was not "corrected" behind our back.
+    assert accepted_logins(ssh_lab.host(first)) == logins_before
+    assert Path(ssh_lab.known_hosts).read_text() == known_before
+
+
+def test_unknown_host_key_is_refused(ssh_lab, laid_out, tmp_path):
+    first, second = list(laid_out)
+    known = tmp_path / "known_hosts"
+    lines = Path(ssh_lab.known_hosts).read_text().splitlines(keepends=True)
+    known.write_text("".join(l for l in lines if not l.startswith(ssh_lab.host(first).address + " ")))
+    rc, output = verify(ssh_lab, laid_out, known_hosts=known)
+    assert rc == EXIT_UNREACHABLE
+    assert re.search(rf"{first}: key refused: .*host key ssh-ed25519 SHA256:\S+ is not in {known}",
+                     output)
+    assert set(row(output, second).values()) == {second, "ok"}
+    assert ssh_lab.host(first).address not in known.read_text()  # never added on first contact
+
+
+def test_unreachable_host_is_reported_and_others_verified(ssh_lab, laid_out):
+    first, second = list(laid_out)
+    ssh_lab.stop(second)
+    rc, output = verify(ssh_lab, laid_out)
+    assert rc == EXIT_UNREACHABLE
+    assert f"{second}: unreachable: {second} ({ssh_lab.host(second).address}:22) is unreachable" in output
+    assert set(row(output, first).values()) == {first, "ok"}
+
+
+# -- the gateway (hermes=True) ---------------------------------------------------------------------
+
+def test_gateway_active_passes_with_hermes(ssh_lab, laid_out):
+    first, second = list(laid_out)
+    for name in laid_out:
+        ssh_lab.fake_commands(name, {"systemctl": FakeCommand(stdout="active\n")})
+    rc, output = verify(ssh_lab, laid_out, hermes=True)
+    assert rc == EXIT_OK, output
+    assert row(output, first)["gateway_active"] == "ok"
+    assert ["systemctl", "--user", "is-active", "hermes-gateway.service"] in ssh_lab.fake_calls(first)
+
+
+def test_gateway_inactive_fails_with_hermes(ssh_lab, laid_out):
+    first, second = list(laid_out)
+    ssh_lab.fake_commands(first, {"systemctl": FakeCommand(stdout="inactive\n", rc=3)})
+    ssh_lab.fake_commands(second, {"systemctl": FakeCommand(stdout="active\n")})
+    rc, output = verify(ssh_lab, laid_out, hermes=True)
+    assert rc == EXIT_FAILED
+    assert f"{first}: gateway_active: hermes-gateway.service is inactive" in output
+    assert row(output, second)["gateway_active"] == "ok"
+
+
+def test_gateway_on_macos_asks_launchd_falling_back_to_the_user_domain(ssh_lab, laid_out):
+    first, _ = list(laid_out)
+    uid = str(ssh_lab.host(first).home.stat().st_uid)
+    ssh_lab.fake_commands(first, {
+        "uname": FakeCommand(stdout="Darwin\n"),
+        # No GUI session over SSH: gui/<uid> is unknown, user/<uid> has the running agent.
+        "launchctl":
+        f'[ "$2" = user/{uid}/ai.hermes.gateway ] && {{ echo "state = running"; exit 0; }}\n'
+        'echo "Could not find service" >&2; exit 113\n',
+    })
+    out = io.StringIO()
+    run_verify(targets(ssh_lab, [first]), hermes=True, sha=SHA, out=out)
+    print(out.getvalue())
+    # Only the gateway column is meaningful here: testinfra picks BSD file commands for "Darwin".
+    assert row(out.getvalue(), first)["gateway_active"] == "ok"
+    launchctl = [argv for argv in ssh_lab.fake_calls(first) if argv[0] == "launchctl"]
+    assert launchctl == [["launchctl", "print", f"gui/{uid}/ai.hermes.gateway"],
+                         ["launchctl", "print", f"user/{uid}/ai.hermes.gateway"]]

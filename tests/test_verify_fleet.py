@@ -1,0 +1,64 @@
+"""`fleet verify` after a real `fleet-update` on the lab: every host passes, by the CLI."""
+
+from __future__ import annotations
+
+import pwd
+import shutil
+
+import pytest
+
+from fleet.build import resolve_sha
+from tests.fleet_helpers import MINIMAL_CONFIG, run_fleet, run_update
+from tests.lab import FakeCommand
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(scope="module")
+def deployed(_ssh_lab_session, tmp_path_factory):
+    """Every lab host with a bare Hermes home, then deployed at HEAD by fleet-update."""
+    lab = _ssh_lab_session
+    lab.heal()
+    for h in lab.hosts:
+        for folder in (".soulfleet", ".hermes"):
+            shutil.rmtree(h.home / folder, ignore_errors=True)
+        hermes = h.home / ".hermes"
+        hermes.mkdir(mode=0o700)
+        (hermes / "config.yaml").write_text(MINIMAL_CONFIG)
+        owner = pwd.getpwnam(h.user)
+        for path in (hermes, hermes / "config.yaml"):
+            shutil.chown(path, owner.pw_uid, owner.pw_gid)
+    inventory = lab.write_inventory(tmp_path_factory.mktemp("verify-fleet") / "inventory.yml")
+    sha = resolve_sha("HEAD")
+    code, out = run_update("--yes", "-i", str(inventory), "all", sha)
+    assert code == 0, out
+    yield lab, inventory, sha
+    lab.heal()
+
+
+def test_fleet_verify_passes_on_every_host(deployed):
+    lab, inventory, sha = deployed
+    code, out = run_fleet("verify", "-i", str(inventory), "--sha", sha, "all")
+    assert code == 0, out
+    assert f"{len(lab.hosts)}/{len(lab.hosts)} hosts passed every check" in out
+
+
+def test_fleet_verify_with_hermes_checks_the_gateway(deployed):
+    lab, inventory, sha = deployed
+    for h in lab.hosts:
+        lab.fake_commands(h, {"systemctl": FakeCommand(stdout="active\n")})
+    lab.fake_commands(lab.hosts[-1], {"systemctl": FakeCommand(stdout="failed\n", rc=3)})
+    code, out = run_fleet("verify", "-i", str(inventory), "--hermes", "all")
+    assert code == 2, out
+    assert f"{lab.hosts[-1].name}: gateway_active: hermes-gateway.service is failed" in out
+    assert f"{len(lab.hosts) - 1}/{len(lab.hosts)} hosts passed every check" in out
+    lab.heal()
+
+
+def test_fleet_verify_refuses_a_tampered_key(deployed):
+    lab, inventory, sha = deployed
+    lab.tamper_known_hosts(lab.hosts[0])
+    code, out = run_fleet("verify", "-i", str(inventory), "all")
+    assert code == 4, out
+    assert f"{lab.hosts[0].name}: key refused: " in out and "HOST KEY CHANGED" in out
+    lab.heal()
