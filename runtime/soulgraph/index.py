@@ -196,6 +196,15 @@ class InvertedIndex:
             mask = self._masks[word] = self.mask_of(self._postings[word])
         return mask
 
+    def build_common_masks(self) -> int:
+        """Build now the masks a search would build on first use (a server does this in the
+        background after start-up, so no agent's question pays for it). Returns how many."""
+        threshold = self._mask_threshold()
+        common = [w for w, posting in self._postings.items() if len(posting) >= threshold and w not in self._masks]
+        for word in common:
+            self.mask(word)
+        return len(common)
+
     def _mask_threshold(self) -> int:
         return max(MASK_MIN_DF, len(self._doc_words) // MASK_SHARE)
 

@@ -13,6 +13,7 @@ with no locking.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -61,7 +62,23 @@ class SoulTools:
     def __init__(self, soul: SoulFile):
         self.soul = soul
 
+    def brief(self, node: Node, **extra: Any) -> dict[str, Any]:
+        """A node in a list of results: what an agent reads to decide, and no more. Every
+        byte is serialised twice and crosses the pipe, so lists leave out the bookkeeping
+        (counts, access times, children, metadata) that soul_add and friends return."""
+        brief = {
+            "id": node.id,
+            "content": node.content,
+            "tags": node.tags,
+            "created_at": _iso(node.created_at),
+            "parents": sorted(self.soul.loaded.parents.get(node.id, ())),
+            "pinned": node.pinned,
+        }
+        brief.update(extra)
+        return brief
+
     def view(self, node: Node, **extra: Any) -> dict[str, Any]:
+        """A node on its own (the answer of a write): everything about it."""
         graph = self.soul.loaded
         view = {
             "id": node.id,
@@ -80,7 +97,7 @@ class SoulTools:
         return view
 
     def hits(self, hits: list[Hit]) -> list[dict[str, Any]]:
-        return [self.view(h.node, score=round(h.score, 4), via=h.via) for h in hits]
+        return [self.brief(h.node, score=round(h.score, 4), via=h.via) for h in hits]
 
     def read(self) -> SoulGraph:
         try:
@@ -97,7 +114,26 @@ class SoulTools:
             raise ToolError(str(exc)) from None
 
 
-def build_server(soul: SoulFile) -> MCPServer:
+def preload_after_handshake(soul: SoulFile):
+    """Middleware: read a big soul file once the client has its tool list, not while it waits.
+
+    Parsing JSON holds the GIL; done during the handshake it would delay `tools/list` by the
+    whole read. Hermes lists tools at start and calls them only when the model decides to, so
+    the read fits in between. A client that never lists tools still gets it a second after
+    the handshake.
+    """
+
+    async def middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        result = await call_next(ctx)
+        if ctx.method in ("tools/list", "notifications/initialized"):
+            delay = 0.05 if ctx.method == "tools/list" else 1.0  # 50 ms: the answer is out by then
+            asyncio.get_running_loop().call_later(delay, soul.preload)
+        return result
+
+    return middleware
+
+
+def build_server(soul: SoulFile, *, preload: bool = False) -> MCPServer:
     tools = SoulTools(soul)
     server = MCPServer(
         name="soul",
@@ -108,6 +144,7 @@ def build_server(soul: SoulFile) -> MCPServer:
             "what a new memory was built on; soul_pin for axioms; soul_explore/soul_promote for hypotheses."
         ),
         log_level="WARNING",
+        middleware=[preload_after_handshake(soul)] if preload else (),
     )
 
     @server.tool(annotations=READ)
@@ -119,9 +156,9 @@ def build_server(soul: SoulFile) -> MCPServer:
         primed = graph.prime(context, limit)
         focus = primed["focus"]
         return {
-            "hot": [tools.view(n) for n in primed["hot"]],
+            "hot": [tools.brief(n) for n in primed["hot"]],
             "focus": tools.view(focus.node, score=round(focus.score, 4)) if focus else None,
-            "walk": [tools.view(n, depth=d, relation=r) for n, d, r in primed["walk"]],
+            "walk": [tools.brief(n, depth=d, relation=r) for n, d, r in primed["walk"]],
         }
 
     @server.tool(annotations=READ)
@@ -143,7 +180,7 @@ def build_server(soul: SoulFile) -> MCPServer:
     async def soul_hot(limit: Limit = 10) -> dict[str, Any]:
         """What the agent has been doing: pinned axioms, then the most recently and most
         often used memories."""
-        return {"results": [tools.view(n) for n in tools.read().hot(limit)]}
+        return {"results": [tools.brief(n) for n in tools.read().hot(limit)]}
 
     @server.tool(annotations=READ)
     async def soul_discover(node_id: NodeId, depth: Depth = 2, limit: Limit = 50) -> dict[str, Any]:
@@ -152,13 +189,13 @@ def build_server(soul: SoulFile) -> MCPServer:
             found = tools.read().discover(node_id, depth)
         except SoulGraphError as exc:
             raise ToolError(str(exc)) from None
-        return {"from": node_id, "results": [tools.view(n, depth=d) for n, d in found[:limit]]}
+        return {"from": node_id, "results": [tools.brief(n, depth=d) for n, d in found[:limit]]}
 
     @server.tool(annotations=READ)
     async def soul_by_tag(tag: Tag, limit: Limit = 50) -> dict[str, Any]:
         """Every memory carrying `tag` (hottest first)."""
         nodes = tools.read().by_tag(tag)
-        return {"tag": tag, "total": len(nodes), "results": [tools.view(n) for n in nodes[:limit]]}
+        return {"tag": tag, "total": len(nodes), "results": [tools.brief(n) for n in nodes[:limit]]}
 
     @server.tool(annotations=WRITE)
     async def soul_add(content: Content, tags: Tags = [], parents: Parents = [], pinned: bool = False) -> dict[str, Any]:  # noqa: B006 - the SDK copies defaults
@@ -211,7 +248,7 @@ def build_server(soul: SoulFile) -> MCPServer:
     async def soul_summary(limit: Limit = 5) -> dict[str, Any]:
         """Counts (nodes, edges, pins, tags, open hypotheses) and the hottest memories."""
         summary = tools.read().summary(limit)
-        summary["hot"] = [tools.view(n) for n in summary["hot"]]
+        summary["hot"] = [tools.brief(n) for n in summary["hot"]]
         summary["soul_file"] = str(soul.path)
         return summary
 
@@ -224,11 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     soul = SoulFile(args.soul_file or default_soul_file())
     try:
-        soul.open_for_serving()  # refuse to start on a file we cannot read
+        still_to_read = soul.open_for_serving()  # refuse to start on a file we cannot read
     except SoulFileError as exc:
         print(f"soulgraph.mcp: {exc}", file=sys.stderr)
         return 1
-    build_server(soul).run("stdio")
+    build_server(soul, preload=still_to_read).run("stdio")
     return 0
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import json
 import os
 import re
@@ -139,6 +140,7 @@ class SoulFile:
         self._signature: tuple[int, int, int] | None = None
         self._encoded: dict[str, str] = {}  # node id -> its JSON record, as last saved
         self._reading = threading.Lock()  # a background preload and a tool call may both read
+        self._preloading: threading.Thread | None = None
 
     # ------------------------------------------------------------------ reading
     def _stat_signature(self) -> tuple[int, int, int] | None:
@@ -169,6 +171,9 @@ class SoulFile:
         except UnicodeDecodeError:
             raise SoulFileError(self.path, "not UTF-8 text; left untouched") from None
         self._graph = decode(text, self.path, self.clock, self.recency_weight)
+        # A big graph is hundreds of thousands of long-lived objects: without this, every full
+        # collection walks them all and a tool call now and then pays tens of milliseconds.
+        gc.freeze()
         self._signature = (st.st_ino, st.st_mtime_ns, st.st_size)
         self._encoded = {}
 
@@ -180,43 +185,53 @@ class SoulFile:
     def graph(self) -> SoulGraph:
         """The graph as the file holds it now (re-read only when another process saved)."""
         with self._reading:
-            if self._graph is None or self._stat_signature() != self._signature:
-                self._read()
-            assert self._graph is not None
-            return self._graph
+            return self._current()
 
-    def open_for_serving(self) -> threading.Thread | None:
+    def _current(self) -> SoulGraph:
+        if self._graph is None or self._stat_signature() != self._signature:
+            self._read()
+        assert self._graph is not None
+        return self._graph
+
+    def open_for_serving(self) -> bool:
         """Check the file before a server answers anyone, without making start-up wait on
-        a big graph: a small file is read whole now; a large one has its header checked
-        (ours, a schema we read) and is read by a background thread. A damaged body found
-        there surfaces as SoulFileError on the first tool call, and is never overwritten.
+        a big graph: a small file is read whole now; a large one only has its header checked
+        (ours, a schema we read). Returns True when the graph is still to be read: call
+        `preload()` when the client is not waiting (a damaged body found then surfaces as
+        SoulFileError on every tool call, and is never overwritten).
         """
         try:
             size = os.stat(self.path).st_size
         except FileNotFoundError:
-            return None
+            return False
         except OSError:
             size = 0  # let the full read report the problem
         if size <= EAGER_LOAD_BYTES:
             self.graph()
-            return None
+            return False
         with open(self.path, "rb") as handle:
             head = handle.read(256)
         match = _HEADER.match(head)
         if not match or match.group(1) != FORMAT.encode():
             self.graph()  # not our layout: the full read says exactly what is wrong
-            return None
+            return False
         if int(match.group(2)) > SCHEMA:
             raise SoulFileError(self.path, f"schema {int(match.group(2))} is newer than this soulgraph "
                                            f"understands ({SCHEMA}); upgrade soulgraph. Left untouched")
+        return True
 
-        def preload() -> None:
-            with contextlib.suppress(SoulFileError):  # reported again by the first tool call
-                self.graph()
+    def preload(self) -> None:
+        """Read the graph in a background thread (once); a tool call that needs it first waits."""
+        if self._preloading is not None:
+            return
 
-        thread = threading.Thread(target=preload, name="soul-preload", daemon=True)
-        thread.start()
-        return thread
+        def read() -> None:
+            # Under the read lock, so a tool call waits for the masks too instead of racing them.
+            with self._reading, contextlib.suppress(SoulFileError):  # reported again by the first call
+                self._current().index.build_common_masks()
+
+        self._preloading = threading.Thread(target=read, name="soul-preload", daemon=True)
+        self._preloading.start()
 
     # ------------------------------------------------------------------ writing
     @contextlib.contextmanager
