@@ -19,7 +19,8 @@ from fleet.runner import Progress, exit_code, recap, run_hosts
 DEFAULT_INVENTORY = "inventory.yml"
 
 
-def _select(inventory_path: str | None, target: str, limit: str | None) -> list[inv.Host]:
+def _select(inventory_path: str | None, target: str, limit: str | None,
+            accept_new_host_keys: bool = False) -> list[inv.Host]:
     try:
         if inventory_path:
             inventory = inv.load(inventory_path)
@@ -27,9 +28,14 @@ def _select(inventory_path: str | None, target: str, limit: str | None) -> list[
             inventory = inv.load(DEFAULT_INVENTORY)
         else:
             inventory = inv.empty()
-        return inventory.select(target, limit)
+        hosts = inventory.select(target, limit)
     except inv.InventoryError as exc:
         raise click.ClickException(str(exc)) from None
+    if accept_new_host_keys:
+        # First contact only: a key already in known_hosts that has changed is still refused.
+        for host in hosts:
+            host.vars["accept_new_host_key"] = True
+    return hosts
 
 
 def _fail(message: str) -> None:
@@ -79,6 +85,8 @@ def update_options(fn):
                   help="Hosts worked on at once.")
     @click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY",
                   help=f"YAML inventory (default: ./{DEFAULT_INVENTORY} if present).")
+    @click.option("--accept-new-host-keys", is_flag=True,
+                  help="Trust and record the key of a host not yet in known_hosts (never a changed key).")
     @click.option("--repo", default=str(REPO), show_default=True, hidden=True,
                   help="The git repository the runtime is built from.")
     @functools.wraps(fn)
@@ -91,13 +99,13 @@ def update_options(fn):
 @update_options
 @click.argument("target")
 @click.argument("sha", default="HEAD")
-def fleet_update(hermes, yes, check, diff, limit, forks, inventory_path, repo, target, sha):
+def fleet_update(hermes, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys, repo, target, sha):
     """Deploy the soul graph runtime at SHA (default HEAD) to TARGET and install it into Hermes.
 
     TARGET: all, a group, a host, a comma list, or `local` (this machine, no SSH).
     Exit: 0 all well, 2 a host failed, 4 a host unreachable, 6 both, 130 interrupted.
     """
-    hosts = _select(inventory_path, target, limit)
+    hosts = _select(inventory_path, target, limit, accept_new_host_keys)
     sys.exit(_run_update(hosts, sha, roles=UPDATE_ROLES, hermes=hermes, yes=yes, check=check,
                          diff=diff, forks=forks, repo=repo, title="Update to"))
 
@@ -114,9 +122,9 @@ fleet.add_command(fleet_update, name="update")
 @update_options
 @click.argument("hosts", nargs=-1, required=True)
 @click.option("--sha", "ref", default="HEAD", show_default=True, help="The commit to deploy.")
-def bootstrap(hermes, yes, check, diff, limit, forks, inventory_path, repo, hosts, ref):
+def bootstrap(hermes, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys, repo, hosts, ref):
     """Set up new HOSTS (folders, the gateway's systemd unit or launchd plist), then update them."""
-    chosen = _select(inventory_path, ",".join(hosts), limit)
+    chosen = _select(inventory_path, ",".join(hosts), limit, accept_new_host_keys)
     sys.exit(_run_update(chosen, ref, roles=BOOTSTRAP_ROLES, hermes=hermes, yes=yes, check=check,
                          diff=diff, forks=forks, repo=repo, title="Bootstrap at"))
 

@@ -58,6 +58,16 @@ def test_inventory_inherits_group_vars_and_host_vars_win(tmp_path):
     assert "gpu" in w2.groups and "workers" in w2.groups
 
 
+def test_accept_new_host_keys_is_explicit(tmp_path):
+    from fleet.cli import _select
+    path = tmp_path / "inv.yml"
+    path.write_text(INVENTORY)
+    strict = _select(str(path), "workers", None)
+    trusting = _select(str(path), "workers", None, accept_new_host_keys=True)
+    assert [h.connection().accept_new for h in strict] == [False, False]
+    assert [h.connection().accept_new for h in trusting] == [True, True]
+
+
 def test_targets_and_limit(tmp_path):
     inventory = inv.parse(yaml.safe_load(INVENTORY), tmp_path / "i.yml")
     names = lambda hosts: sorted(h.name for h in hosts)
