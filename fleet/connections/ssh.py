@@ -100,6 +100,12 @@ class SSHConnection(Connection):
             self._ensure_client()
         return self
 
+    @property
+    def paramiko_client(self) -> paramiko.SSHClient:
+        """The underlying client, connected (for tools that drive paramiko themselves)."""
+        with self._lock:
+            return self._ensure_client()
+
     def _ensure_client(self) -> paramiko.SSHClient:
         if self._client is not None:
             transport = self._client.get_transport()
