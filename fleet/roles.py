@@ -25,8 +25,7 @@ import jinja2
 import yaml
 
 from fleet.connections import HostConnectionError
-from fleet.operations import (CHANGED, FAILED, REGISTRY, SKIPPED, Context, Outcome,
-                              OperationError)
+from fleet.operations import (CHANGED, FAILED, REGISTRY, SKIPPED, Context, Outcome)
 
 ROLES_DIR = Path(__file__).resolve().parent.parent / "roles"
 TASK_KEYS = {"name", "when", "notify", "ignore_errors", "register", "commits"}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pwd
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,6 +15,22 @@ from fleet.build import REPO
 from fleet.cli import fleet, fleet_update
 
 MINIMAL_CONFIG = "model:\n  default: test-model\n"
+
+
+def reset_to_bare_hermes(lab) -> None:
+    """Every lab host back to a bare Hermes home (a minimal config.yaml owned by its user) and
+    no runtime, as a host looks before its first deploy."""
+    lab.heal()
+    for host in lab.hosts:
+        for folder in (".soulfleet", ".hermes"):
+            shutil.rmtree(host.home / folder, ignore_errors=True)
+        (host.home / "gateway-restarts").unlink(missing_ok=True)
+        hermes = host.home / ".hermes"
+        hermes.mkdir(mode=0o700)
+        (hermes / "config.yaml").write_text(MINIMAL_CONFIG)
+        owner = pwd.getpwnam(host.user)
+        for path in (hermes, hermes / "config.yaml"):
+            shutil.chown(path, owner.pw_uid, owner.pw_gid)
 
 
 def run_update(*args: str, repo: Path | str = REPO) -> tuple[int, str]:

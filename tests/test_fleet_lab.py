@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import pwd
-import shutil
 import time
 
 import pytest
 
 from fleet.build import resolve_sha
-from fleet.inventory import load
 from tests import hermes_client
-from tests.fleet_helpers import (MINIMAL_CONFIG, clone_repo, commit_file, run_fleet, run_update,
+from tests.fleet_helpers import (MINIMAL_CONFIG, clone_repo, commit_file, reset_to_bare_hermes, run_fleet, run_update,
                                  snapshot)
 from tests.lab import FakeCommand
 
@@ -30,17 +28,7 @@ def fleet_lab(_ssh_lab_session, tmp_path_factory):
     """The session lab with clean homes, a minimal Hermes config.yaml on each host (owned by
     its user), an inventory, and a clone of this repository to make new commits in."""
     lab = _ssh_lab_session
-    lab.heal()
-    for h in lab.hosts:
-        for folder in (".soulfleet", ".hermes"):
-            shutil.rmtree(h.home / folder, ignore_errors=True)
-        (h.home / "gateway-restarts").unlink(missing_ok=True)
-        hermes = h.home / ".hermes"
-        hermes.mkdir(mode=0o700)
-        (hermes / "config.yaml").write_text(MINIMAL_CONFIG)
-        owner = pwd.getpwnam(h.user)
-        for path in (hermes, hermes / "config.yaml"):
-            shutil.chown(path, owner.pw_uid, owner.pw_gid)
+    reset_to_bare_hermes(lab)
     root = tmp_path_factory.mktemp("fleet")
     inventory = lab.write_inventory(root / "inventory.yml",
                                     common_vars={"gateway_restart_command": RESTART})

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import pwd
-import shutil
 
 import pytest
 
 from fleet.build import resolve_sha
-from tests.fleet_helpers import MINIMAL_CONFIG, run_fleet, run_update
+from tests.fleet_helpers import reset_to_bare_hermes, run_fleet, run_update
 from tests.lab import FakeCommand
 
 pytestmark = pytest.mark.lab
@@ -18,16 +16,7 @@ pytestmark = pytest.mark.lab
 def deployed(_ssh_lab_session, tmp_path_factory):
     """Every lab host with a bare Hermes home, then deployed at HEAD by fleet-update."""
     lab = _ssh_lab_session
-    lab.heal()
-    for h in lab.hosts:
-        for folder in (".soulfleet", ".hermes"):
-            shutil.rmtree(h.home / folder, ignore_errors=True)
-        hermes = h.home / ".hermes"
-        hermes.mkdir(mode=0o700)
-        (hermes / "config.yaml").write_text(MINIMAL_CONFIG)
-        owner = pwd.getpwnam(h.user)
-        for path in (hermes, hermes / "config.yaml"):
-            shutil.chown(path, owner.pw_uid, owner.pw_gid)
+    reset_to_bare_hermes(lab)
     inventory = lab.write_inventory(tmp_path_factory.mktemp("verify-fleet") / "inventory.yml")
     sha = resolve_sha("HEAD")
     code, out = run_update("--yes", "-i", str(inventory), "all", sha)
