@@ -13,12 +13,13 @@ import re
 import shlex
 import shutil
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from fleet.verify import (EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, VerifyTarget, run_verify)
+from fleet.verify import (EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, VerifyTarget, backend, run_verify)
 from tests.host_layout import (build_wheelhouse, connect, install_into_hermes, lay_out_host,
                                switch_current)
 from tests.lab import FakeCommand, Lab
@@ -245,3 +246,16 @@ def test_gateway_on_macos_asks_launchd_falling_back_to_the_user_domain(ssh_lab, 
     launchctl = [argv for argv in ssh_lab.fake_calls(first) if argv[0] == "launchctl"]
     assert launchctl == [["launchctl", "print", f"gui/{uid}/ai.hermes.gateway"],
                          ["launchctl", "print", f"user/{uid}/ai.hermes.gateway"]]
+
+
+def test_a_hung_command_fails_its_check_instead_of_hanging_verify(ssh_lab, laid_out, monkeypatch):
+    monkeypatch.setattr(backend, "COMMAND_TIMEOUT", 2.0)
+    first, second = list(laid_out)
+    ssh_lab.fake_commands(first, {"systemctl": "sleep 600"})
+    ssh_lab.fake_commands(second, {"systemctl": FakeCommand(stdout="active\n")})
+    started = time.monotonic()
+    rc, output = verify(ssh_lab, laid_out, hermes=True)
+    assert time.monotonic() - started < 60
+    assert rc == EXIT_FAILED
+    assert f"{first}: gateway_active:" in output and "did not finish in 2 s" in output
+    assert row(output, second)["gateway_active"] == "ok"

@@ -12,15 +12,21 @@ to testinfra.
 from __future__ import annotations
 
 import functools
+import socket
 
 import paramiko
 from testinfra.backend.local import LocalBackend
 from testinfra.backend.paramiko import ParamikoBackend
 from testinfra.host import Host
 
+from fleet.connections.base import CommandTimeout
 from fleet.connections.ssh import SSHConnection
 
 from .target import VerifyTarget
+
+
+# Longest a check's command may run on a host (soulgraph.check stops itself after 60 s).
+COMMAND_TIMEOUT = 120.0
 
 
 class StrictParamikoBackend(ParamikoBackend):
@@ -46,6 +52,23 @@ class StrictParamikoBackend(ParamikoBackend):
             target.name, target.address, port=target.port, user=target.user, key=target.key,
             known_hosts=target.known_hosts, connect_timeout=self.timeout).connect()
         return self._connection.paramiko_client
+
+    def _exec_command(self, command: bytes) -> tuple[int, bytes, bytes]:
+        # testinfra's reader waits forever, so one hung command on one host would hang the
+        # whole verification: the same exchange, but no read may wait past the deadline.
+        chan = self.client.get_transport().open_session()
+        chan.settimeout(COMMAND_TIMEOUT)
+        try:
+            chan.exec_command(command)
+            stdout = b"".join(chan.makefile("rb"))
+            stderr = b"".join(chan.makefile_stderr("rb"))
+            if not chan.status_event.wait(COMMAND_TIMEOUT):
+                raise socket.timeout()
+        except socket.timeout:
+            raise CommandTimeout(self.target.name, command.decode(), COMMAND_TIMEOUT) from None
+        finally:
+            chan.close()
+        return chan.recv_exit_status(), stdout, stderr
 
     def close(self) -> None:
         if "client" in self.__dict__:
