@@ -157,6 +157,17 @@ ZIPF_WORDS = [f"w{i}" for i in range(30)]
 zipf_text = st.lists(st.integers(0, 29).map(lambda i: ZIPF_WORDS[min(i, (i * i) // 29)]), min_size=1, max_size=8).map(" ".join)
 
 
+def graph_of(docs: list[tuple[str, int, float]]) -> SoulGraph:
+    """A graph of (text, uses, age) notes, each used `uses` times when it was written."""
+    clock = Clock()
+    graph = SoulGraph(clock=clock)
+    for text, uses, age in docs:
+        node = graph.add(text, created_at=clock.now - age)
+        for _ in range(uses):
+            graph.splay(node.id, at=clock.now - age)
+    return graph
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     docs=st.lists(st.tuples(zipf_text, st.integers(0, 5), st.floats(0, 3 * DAY)), min_size=1, max_size=60),
@@ -165,12 +176,7 @@ zipf_text = st.lists(st.integers(0, 29).map(lambda i: ZIPF_WORDS[min(i, (i * i) 
     weight=st.sampled_from([0.0, 0.3, 0.5, 3.0]),
 )
 def test_pruned_search_equals_brute_force(docs, question, k, weight):
-    clock = Clock()
-    graph = SoulGraph(clock=clock)
-    for text, uses, age in docs:
-        node = graph.add(text, created_at=clock.now - age)
-        for _ in range(uses):
-            graph.splay(node.id, at=clock.now - age)
+    graph = graph_of(docs)
     got = [(h.node.id, h.score) for h in graph.query(question, k, recency_weight=weight)]
     assert got == brute_force_query(graph, question, k, weight)
 
@@ -198,12 +204,8 @@ def test_bitmask_search_equals_brute_force(docs, later, questions, k, weight, id
 
     with patch.object(index_module, "MASK_MIN_DF", min_df), patch.object(index_module, "MASK_SHARE", 10**9), \
             patch.object(graph_module, "_SMALL_GROUP", 2), patch.object(RecencyTiers, "SMALLEST", 2):
-        clock = Clock()
-        graph = SoulGraph(clock=clock)
-        for text, uses, age in docs:
-            node = graph.add(text, created_at=clock.now - age)
-            for _ in range(uses):
-                graph.splay(node.id, at=clock.now - age)
+        graph = graph_of(docs)
+        clock = graph.clock
         for question in questions:
             graph.query(question, k, recency_weight=weight)  # builds masks and tiers
         for position, (text, uses) in enumerate(later):
