@@ -29,8 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import synthetic  # noqa: E402
-from soulgraph.graph import CHILD_SHARE, PARENT_SHARE, SoulGraph  # noqa: E402
-from soulgraph.index import words  # noqa: E402
+from soulgraph.engine.graph import CHILD_SHARE, PARENT_SHARE, SoulGraph  # noqa: E402
+from soulgraph.engine.index import words  # noqa: E402
 from soulgraph.store import SoulFile  # noqa: E402
 
 

@@ -12,7 +12,7 @@ import itertools
 import random
 import time
 
-from soulgraph.graph import DAY, SoulGraph
+from soulgraph.engine.graph import DAY, SoulGraph
 
 VOCABULARY = [f"w{i}" for i in range(20000)]
 # Cumulative Zipf weights, for drawing ranks with bisect.

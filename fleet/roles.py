@@ -16,45 +16,22 @@ docs/roles.md has the full format.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import jinja2
 import yaml
 
 from fleet.connections import HostConnectionError
 from fleet.operations import (CHANGED, FAILED, REGISTRY, SKIPPED, Context, Outcome)
+from fleet.templating import evaluate_expression, render
 
 ROLES_DIR = Path(__file__).resolve().parent.parent / "roles"
 TASK_KEYS = {"name", "when", "notify", "ignore_errors", "register", "commits"}
-_env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-_WHOLE_EXPRESSION = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 
 
 class RoleError(Exception):
     """A role's files are wrong: the message names the file and the task."""
-
-
-def render(value: Any, variables: dict[str, Any]) -> Any:
-    if isinstance(value, str):
-        whole = _WHOLE_EXPRESSION.fullmatch(value)
-        if whole:  # "{{ x }}" alone keeps x's type (a list stays a list)
-            result = _env.compile_expression(whole.group(1), undefined_to_none=False)(**variables)
-            if isinstance(result, jinja2.Undefined):
-                result._fail_with_undefined_error()  # raises UndefinedError naming the variable
-            return result
-        return _env.from_string(value).render(**variables) if "{" in value else value
-    if isinstance(value, list):
-        return [render(v, variables) for v in value]
-    if isinstance(value, dict):
-        return {k: render(v, variables) for k, v in value.items()}
-    return value
-
-
-def evaluate_expression(expression: str, variables: dict[str, Any]) -> bool:
-    return bool(_env.compile_expression(expression, undefined_to_none=False)(**variables))
 
 
 @dataclass

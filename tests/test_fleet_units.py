@@ -19,7 +19,8 @@ from fleet.facts import gather
 from fleet.operations import CHANGED, FAILED, OK, REGISTRY, SKIPPED, Context
 from fleet.operations.files import render_template
 from fleet.operations.service import restart_argvs, restart_command
-from fleet.roles import ROLES_DIR, Play, Role, RoleError, load_role, parse_tasks, render
+from fleet.roles import ROLES_DIR, Play, Role, RoleError, load_role, parse_tasks
+from fleet.templating import render
 from fleet.runner import exit_code, recap, run_hosts
 
 INVENTORY = """

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from soulgraph.graph import DAY, CycleError, SoulGraph, SoulGraphError, UnknownNode
+from soulgraph.engine.graph import DAY, CycleError, SoulGraph, SoulGraphError, UnknownNode
 
 
 class Clock:

@@ -12,8 +12,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from soulgraph.graph import DAY, CycleError, SoulGraph
-from soulgraph.index import words
+from soulgraph.engine.graph import DAY, CycleError, SoulGraph
+from soulgraph.engine.index import words
 from soulgraph.store import SoulFile
 
 VOCABULARY = ["splay", "tree", "deploy", "host", "memory", "graph", "agent", "hermes", "venv", "axiom", "the", "a"]
@@ -199,8 +199,8 @@ def test_bitmask_search_equals_brute_force(docs, later, questions, k, weight, id
     exactly 1.0, so only ids break ties)."""
     from unittest.mock import patch
 
-    from soulgraph import graph as graph_module, index as index_module
-    from soulgraph.bitsets import RecencyTiers
+    from soulgraph.engine import graph as graph_module, index as index_module
+    from soulgraph.engine.bitsets import RecencyTiers
 
     with patch.object(index_module, "MASK_MIN_DF", min_df), patch.object(index_module, "MASK_SHARE", 10**9), \
             patch.object(graph_module, "_SMALL_GROUP", 2), patch.object(RecencyTiers, "SMALLEST", 2):

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from tests import hermes_client
-from soulgraph.mcp import TOOL_NAMES
+from soulgraph.server import TOOL_NAMES
 
 pytestmark = pytest.mark.hermes
 

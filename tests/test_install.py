@@ -11,9 +11,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from tests.seed_fixtures import CONFIG_WITH_SERVERS, snapshot, write_home
-from soulgraph import install as install_module
-from soulgraph.install import install
-from soulgraph.skill import SKILL_RELPATH, skill_text
+from soulgraph.hermes import install as install_module
+from soulgraph.hermes.install import install
+from soulgraph.hermes.skill import SKILL_RELPATH, skill_text
 
 REPORT_KEYS = {
     "hermes_home", "profile", "check", "status", "config", "mcp_server", "backup", "config_diff",
@@ -217,7 +217,7 @@ def test_corrupt_soul_file_is_never_touched(home, capsys):
 
 
 def test_existing_soul_file_is_kept(home):
-    from soulgraph.graph import SoulGraph
+    from soulgraph.engine.graph import SoulGraph
     from soulgraph.store import SoulFile
 
     graph = SoulGraph()

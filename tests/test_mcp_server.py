@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tests.mcp_session import with_server
-from soulgraph.mcp import TOOL_NAMES
+from soulgraph.server import TOOL_NAMES
 
 READ_TOOLS = {"soul_prime", "soul_related", "soul_query", "soul_hot", "soul_discover", "soul_by_tag", "soul_summary"}
 
@@ -149,7 +149,7 @@ def test_cli_help_names_the_soul_file_default(flag):
 
 def big_soul_file(path, n_nodes=6000):
     """A soul file over the eager-load size, so the server reads it in the background."""
-    from soulgraph.graph import SoulGraph
+    from soulgraph.engine.graph import SoulGraph
     from soulgraph.store import EAGER_LOAD_BYTES, SoulFile
 
     graph = SoulGraph()

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from tests.seed_fixtures import write_home
-from soulgraph import seed as seed_module
-from soulgraph.markdown_entries import parse_blocks
-from soulgraph.seed import seed_graph
+from soulgraph.hermes import seed as seed_module
+from soulgraph.hermes.markdown_entries import parse_blocks
+from soulgraph.hermes.seed import seed_graph
 from soulgraph.store import SoulFile
 
 NOW = 1_750_000_000.0

@@ -9,7 +9,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.seed_fixtures import CONFIG_WITH_SERVERS, write_home
-from soulgraph.install import install
+from soulgraph.hermes.install import install
 
 
 async def _prime(python: str, args: list[str], context: str):

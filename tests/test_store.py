@@ -32,7 +32,7 @@ def test_created_on_first_write_with_mode_0600(tmp_path):
     data = json.loads(soul.path.read_text())
     assert data["format"] == "soulgraph" and data["schema"] == SCHEMA
     assert [n["content"] for n in data["nodes"]] == ["first memory"]
-    assert [p.name for p in soul.path.parent.iterdir() if p.name.startswith(".soul-tmp")] == []
+    assert [p.name for p in soul.path.parent.iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_refused_change_leaves_file_alone(tmp_path):
@@ -148,4 +148,4 @@ def test_kill_minus_nine_never_leaves_a_broken_file(tmp_path):
     # A temp file left by a killed writer is cleaned up by the next save.
     with SoulFile(path).change() as graph:
         graph.add("after the storm")
-    assert [p for p in Path(tmp_path).iterdir() if p.name.startswith(".soul-tmp")] == []
+    assert [p for p in Path(tmp_path).iterdir() if p.name.endswith(".tmp")] == []

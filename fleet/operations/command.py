@@ -9,6 +9,7 @@ what it would do (or ok, when `creates` already exists).
 from __future__ import annotations
 
 from fleet.facts import sh_path
+from fleet.templating import evaluate_expression
 from fleet.operations.base import (CHANGED, OK, SKIPPED, Context, Outcome, failed_result,
                                    operation)
 
@@ -16,7 +17,6 @@ from fleet.operations.base import (CHANGED, OK, SKIPPED, Context, Outcome, faile
 def evaluate(expression, variables: dict) -> bool:
     if isinstance(expression, bool):
         return expression
-    from fleet.roles import evaluate_expression
     return evaluate_expression(str(expression), variables)
 
 

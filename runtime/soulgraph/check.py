@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from soulgraph.mcp import TOOL_NAMES
+from soulgraph.server import TOOL_NAMES
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 
 

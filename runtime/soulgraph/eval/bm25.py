@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from soulgraph.index import STOPWORDS, WORD, stem
+from soulgraph.engine.index import STOPWORDS, WORD, stem
 
 K1 = 1.2
 B = 0.75

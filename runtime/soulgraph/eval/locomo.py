@@ -28,7 +28,7 @@ from typing import Any
 from soulgraph.eval.ledger import LedgerProblems
 from soulgraph.eval.retrievers import make_retrievers
 from soulgraph.eval.scoring import Question
-from soulgraph.graph import SoulGraph
+from soulgraph.engine.graph import SoulGraph
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (1, 5, 10, 20)

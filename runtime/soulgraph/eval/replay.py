@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from soulgraph.eval.ledger import Ledger, Task
 from soulgraph.eval.retrievers import make_retrievers
 from soulgraph.eval.scoring import Question
-from soulgraph.graph import CycleError, SoulGraph
+from soulgraph.engine.graph import CycleError, SoulGraph
 
 CREATE, LINK, UPDATE = 0, 1, 2
 # Graph sizes at which per-question latency is reported separately, to show growth.

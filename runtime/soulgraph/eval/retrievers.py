@@ -15,8 +15,8 @@ import heapq
 from typing import Callable
 
 from soulgraph.eval.bm25 import BM25Index
-from soulgraph.graph import SoulGraph
-from soulgraph.index import words
+from soulgraph.engine.graph import SoulGraph
+from soulgraph.engine.index import words
 
 
 class Retriever:

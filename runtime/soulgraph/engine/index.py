@@ -17,7 +17,7 @@ import math
 import re
 from typing import Iterable, Iterator
 
-from soulgraph.bitsets import mask_of_slots, slots_in, slots_in_any
+from soulgraph.engine.bitsets import mask_of_slots, slots_in, slots_in_any
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from soulgraph.graph import Clock, DEFAULT_RECENCY_WEIGHT, Node, SoulGraph, SoulGraphError
+from soulgraph.store.atomic import sweep_temp_files, write_atomically
+from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, Node, SoulGraph, SoulGraphError
 
 FORMAT = "soulgraph"
 SCHEMA = 1
-_TEMP_PREFIX = ".soul-tmp-"
 # Files up to this size are read whole before the server answers; larger ones are checked
 # by their header and read in the background, so start-up does not grow with the graph.
 EAGER_LOAD_BYTES = 1 << 20
@@ -290,25 +290,7 @@ class SoulFile:
         self._write_atomically(text.encode("utf-8"))
 
     def _write_atomically(self, data: bytes) -> None:
-        folder = self.path.parent
-        # We hold the lock, so any temp file left here is from a writer that died.
-        for stale in folder.glob(_TEMP_PREFIX + self.path.name + ".*"):
-            with contextlib.suppress(OSError):
-                stale.unlink()
-        temp = folder / f"{_TEMP_PREFIX}{self.path.name}.{os.getpid()}"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, self.path)
-        dir_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        sweep_temp_files(self.path)  # we hold the lock: any temp file here is from a writer that died
+        write_atomically(self.path, data, mode=0o600)
         st = os.stat(self.path)
         self._signature = (st.st_ino, st.st_mtime_ns, st.st_size)

@@ -24,9 +24,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Container, Iterable, Iterator
 
-from soulgraph.bitsets import RecencyTiers, has_slot
-from soulgraph.index import InvertedIndex, words
-from soulgraph.splay import SplayTree
+from soulgraph.engine.bitsets import RecencyTiers, has_slot
+from soulgraph.engine.index import InvertedIndex, words
+from soulgraph.engine.splay import SplayTree
 
 DAY = 86400.0
 Clock = Callable[[], float]

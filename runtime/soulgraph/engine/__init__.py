@@ -1,0 +1,6 @@
+"""The soul graph engine: nodes, DAG edges, the splay tree, the word index. Pure: no I/O,
+time from an injectable clock."""
+
+from soulgraph.engine.graph import CycleError, Hit, Node, SoulGraph, SoulGraphError, UnknownNode
+
+__all__ = ["CycleError", "Hit", "Node", "SoulGraph", "SoulGraphError", "UnknownNode"]

@@ -1,0 +1,199 @@
+"""Seed a soul graph from a Hermes home: `python -m soulgraph.seed`.
+
+Sources, in order (the first copy of an entry gives its node's place and line):
+
+- `SOUL.md` at the home's root: the agent's persona. Its entries are pinned axioms.
+- `memories/MEMORY.md` (the agent's notes) and `memories/USER.md` (about the user).
+- The other copies Hermes keeps under `memories/`: hermes-agent 0.19 writes
+  `MEMORY.md.bak.<unix time>` / `USER.md.bak.<unix time>` when it finds a memory file
+  edited outside its memory tool (before refusing to overwrite it). Any other `*.md`
+  there is read too, and `MEMORY.md` / `USER.md` at the root (an older layout).
+
+One node per entry, one per section heading (the parent of the entries under it). The
+same entry in several copies is one node whose metadata lists every copy. Files that
+are missing, empty, binary or not UTF-8 give a warning, never an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from soulgraph.engine.graph import Clock, CycleError, SoulGraph
+from soulgraph.hermes.home import HermesHomeError, read_text_leniently, resolve_home
+from soulgraph.hermes.markdown_entries import normalise, parse_blocks
+from soulgraph.store import SoulFile, SoulFileError
+
+AXIOM_TAG = "axiom"
+SECTION_TAG = "section"
+
+
+@dataclass(frozen=True)
+class Source:
+    relpath: str  # relative to the home, as recorded in node metadata
+    tag: str  # "soul", "memory" or "user"
+    pinned: bool  # SOUL.md entries are axioms
+
+
+def _tag_for(name: str) -> str:
+    return "user" if name.upper().startswith("USER") else "memory"
+
+
+def find_sources(home: Path) -> list[Source]:
+    sources = [
+        Source("SOUL.md", "soul", True),
+        Source("memories/MEMORY.md", "memory", False),
+        Source("memories/USER.md", "user", False),
+    ]
+    memories = home / "memories"
+    if memories.is_dir():
+        copies = sorted(
+            p.name for p in memories.iterdir()
+            if not p.name.startswith(".") and p.name not in ("MEMORY.md", "USER.md")
+            and not p.name.endswith((".lock", ".tmp"))
+            and (p.name.startswith(("MEMORY.md", "USER.md")) or p.suffix == ".md")
+        )
+        sources += [Source(f"memories/{name}", _tag_for(name), False) for name in copies]
+    for name in ("MEMORY.md", "USER.md"):
+        if (home / name).exists():
+            sources.append(Source(name, _tag_for(name), False))
+    return sources
+
+
+def seed_graph(hermes_home: str | Path, clock: Clock = time.time) -> tuple[SoulGraph, list[str]]:
+    """Build a soul graph from the Hermes home `hermes_home` (already resolved: no
+    profile redirect here). Returns the graph and human-readable warnings."""
+    home = Path(hermes_home)
+    graph = SoulGraph(clock=clock)
+    warnings: list[str] = []
+    by_key: dict[tuple[str, ...], str] = {}  # dedup key -> node id
+    for source in find_sources(home):
+        read = read_text_leniently(home / source.relpath, source.relpath)
+        if read.warning:
+            warnings.append(read.warning)
+        if read.text is None:
+            continue
+        _add_file(graph, by_key, source, read.text, warnings)
+    return graph, warnings
+
+
+def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Source,
+              text: str, warnings: list[str]) -> None:
+    blocks = parse_blocks(text)
+    keys: list[tuple[str, ...]] = []
+    ids: list[str] = []
+    for block in blocks:
+        content = normalise(block.content) if block.kind == "section" else block.content.strip()
+        parent_key = keys[block.parent] if block.parent is not None else ()
+        # An entry is the same wherever it appears; a section is the same heading
+        # under the same headings.
+        if block.kind == "section":
+            key = ("section", *parent_key[1:], content)
+        else:
+            key = ("entry", normalise(content))
+        keys.append(key)
+        where = {"file": source.relpath, "line": block.line}
+        pin = source.pinned and block.kind == "entry"
+        tags = [source.tag] + ([AXIOM_TAG] if pin else []) + ([SECTION_TAG] if block.kind == "section" else [])
+        node_id = by_key.get(key)
+        if node_id is None:
+            node = graph.add(content, tags, pinned=pin, metadata={
+                "kind": block.kind, "source": source.relpath, "line": block.line,
+                "sources": [where], "seeded_from": "hermes",
+            })
+            node_id = by_key[key] = node.id
+        else:
+            node = graph.get(node_id)
+            if where not in node.metadata["sources"]:
+                node.metadata["sources"].append(where)
+            graph.tag(node_id, *tags)
+            if pin and not node.pinned:
+                graph.pin(node_id)
+        ids.append(node_id)
+        if block.parent is not None and ids[block.parent] != node_id:
+            try:
+                graph.link(ids[block.parent], node_id)
+            except CycleError:
+                warnings.append(
+                    f"{source.relpath}:{block.line}: nesting here contradicts another copy "
+                    "(it would close a cycle); this edge was left out"
+                )
+
+
+def summarize(graph: SoulGraph, warnings: list[str], home: Path) -> dict[str, Any]:
+    by_file: dict[str, int] = {}
+    for node in graph.nodes.values():
+        for where in node.metadata.get("sources", []):
+            by_file[where["file"]] = by_file.get(where["file"], 0) + 1
+    return {
+        "hermes_home": str(home),
+        "nodes": len(graph),
+        "sections": sum(1 for n in graph.nodes.values() if n.metadata.get("kind") == "section"),
+        "edges": sum(1 for _ in graph.edges()),
+        "pinned": len(graph.pinned),
+        "by_tag": {tag: len(graph.tags.get(tag, ())) for tag in ("soul", "memory", "user", AXIOM_TAG, SECTION_TAG)},
+        "entries_by_file": by_file,
+        "warnings": warnings,
+    }
+
+
+def _describe(graph: SoulGraph) -> list[dict[str, Any]]:
+    return [
+        {"id": n.id, "content": n.content, "tags": n.tags, "pinned": n.pinned,
+         "parents": sorted(graph.parents[n.id]), "sources": n.metadata.get("sources", [])}
+        for n in graph.nodes.values()
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m soulgraph.seed",
+                                     description="Build a soul graph from a Hermes home's SOUL.md and memories.")
+    parser.add_argument("--hermes-home", help="the Hermes home (default: $HERMES_HOME, else ~/.hermes); "
+                        "an active_profile file redirects to that profile")
+    parser.add_argument("--out", type=Path, help="write the graph to this soul file (default: only report)")
+    parser.add_argument("--force", action="store_true", help="replace --out when it already exists")
+    parser.add_argument("--json", action="store_true", help="print a JSON report with every node")
+    args = parser.parse_args(argv)
+    try:
+        home = resolve_home(args.hermes_home)
+    except HermesHomeError as exc:
+        print(f"soulgraph.seed: {exc}", file=sys.stderr)
+        return 1
+    if not home.path.is_dir():
+        print(f"soulgraph.seed: no Hermes home at {home.path}", file=sys.stderr)
+        return 1
+    graph, warnings = seed_graph(home.path)
+    report = summarize(graph, warnings, home.path)
+    report["profile"] = home.profile
+    report["out"] = str(args.out) if args.out else None
+    if args.out:
+        if args.out.exists() and not args.force:
+            print(f"soulgraph.seed: {args.out} already exists; not replaced (use --force)", file=sys.stderr)
+            return 1
+        try:
+            SoulFile(args.out).save(graph)
+        except (SoulFileError, OSError) as exc:
+            print(f"soulgraph.seed: cannot write {args.out}: {exc}", file=sys.stderr)
+            return 1
+    if args.json:
+        report["graph"] = _describe(graph)
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return 0
+    print(f"Hermes home: {home.path}" + (f" (profile {home.profile})" if home.profile else ""))
+    print(f"{report['nodes']} nodes ({report['sections']} sections), {report['edges']} edges, {report['pinned']} pinned")
+    for relpath, count in report["entries_by_file"].items():
+        print(f"  {relpath}: {count}")
+    for warning in warnings:
+        print(f"warning: {warning}")
+    if args.out:
+        print(f"written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

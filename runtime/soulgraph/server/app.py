@@ -1,0 +1,273 @@
+"""The soul graph MCP server: `python -m soulgraph.mcp [--soul-file PATH]`.
+
+It speaks MCP over stdio and exposes exactly the 13 tools below. Reads never write;
+every tool that changes the graph saves soul.json before it answers. A refused call
+(unknown id, a cycle, empty content, bad arguments) comes back as an MCP tool error
+that says why, and changes nothing.
+
+The tools are `async` on purpose: each one is far cheaper than the transport, and
+running them on the event loop (instead of the SDK's thread pool) keeps calls in order
+with no locking.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, Callable, TypeVar
+
+from pydantic import Field
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from soulgraph import __version__
+from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
+from soulgraph.store import SoulFile, SoulFileError, default_soul_file
+
+TOOL_NAMES = (
+    "soul_prime", "soul_related", "soul_query", "soul_hot", "soul_discover", "soul_by_tag",
+    "soul_add", "soul_link", "soul_pin", "soul_splay", "soul_explore", "soul_promote", "soul_summary",
+)
+
+# Bounds on what one call may ask for: an agent's memory entry is a paragraph, not a book.
+Content = Annotated[str, Field(min_length=1, max_length=10_000, description="The memory, decision or belief, in plain text.")]
+QueryText = Annotated[str, Field(max_length=2_000, description="Words to search for.")]
+NodeId = Annotated[str, Field(min_length=1, max_length=200, description="A node id, as returned by another soul_* tool (e.g. 'n42').")]
+Tag = Annotated[str, Field(min_length=1, max_length=100)]
+Tags = Annotated[list[Tag], Field(max_length=32, description="Tags such as 'lesson', 'axiom' or 'project:<name>'.")]
+Parents = Annotated[list[NodeId], Field(max_length=32, description="Ids of existing nodes this one was built on.")]
+Limit = Annotated[int, Field(ge=1, le=100, description="How many nodes to return at most.")]
+Depth = Annotated[int, Field(ge=1, le=6, description="How many edges to follow.")]
+
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+IDEMPOTENT_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+T = TypeVar("T")
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class SoulTools:
+    """The graph operations behind the tools, with results shaped for an agent."""
+
+    def __init__(self, soul: SoulFile):
+        self.soul = soul
+
+    def brief(self, node: Node, **extra: Any) -> dict[str, Any]:
+        """A node in a list of results: what an agent reads to decide, and no more. Every
+        byte is serialised twice and crosses the pipe, so lists leave out the bookkeeping
+        (counts, access times, children, metadata) that soul_add and friends return."""
+        brief = {
+            "id": node.id,
+            "content": node.content,
+            "tags": node.tags,
+            "created_at": _iso(node.created_at),
+            "parents": sorted(self.soul.loaded.parents.get(node.id, ())),
+            "pinned": node.pinned,
+        }
+        brief.update(extra)
+        return brief
+
+    def view(self, node: Node, **extra: Any) -> dict[str, Any]:
+        """A node on its own (the answer of a write): everything about it."""
+        graph = self.soul.loaded
+        view = {
+            "id": node.id,
+            "content": node.content,
+            "tags": node.tags,
+            "pinned": node.pinned,
+            "access_count": node.access_count,
+            "created_at": _iso(node.created_at),
+            "last_accessed": _iso(node.last_accessed),
+            "parents": sorted(graph.parents.get(node.id, ())),
+            "children": sorted(graph.children.get(node.id, ())),
+        }
+        if node.metadata:
+            view["metadata"] = node.metadata
+        view.update(extra)
+        return view
+
+    def hits(self, hits: list[Hit]) -> list[dict[str, Any]]:
+        return [self.brief(h.node, score=round(h.score, 4), via=h.via) for h in hits]
+
+    def read(self) -> SoulGraph:
+        try:
+            return self.soul.graph()
+        except SoulFileError as exc:
+            raise ToolError(str(exc)) from None
+
+    def change(self, operation: Callable[[SoulGraph], T]) -> T:
+        """Apply `operation` under the file lock and save; a refusal becomes a tool error."""
+        try:
+            with self.soul.change() as graph:
+                return operation(graph)
+        except (SoulGraphError, SoulFileError) as exc:
+            raise ToolError(str(exc)) from None
+
+
+def preload_after_handshake(soul: SoulFile):
+    """Middleware: read a big soul file once the client has its tool list, not while it waits.
+
+    Parsing JSON holds the GIL; done during the handshake it would delay `tools/list` by the
+    whole read. Hermes lists tools at start and calls them only when the model decides to, so
+    the read fits in between. A client that never lists tools still gets it a second after
+    the handshake.
+    """
+
+    async def middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        result = await call_next(ctx)
+        if ctx.method in ("tools/list", "notifications/initialized"):
+            delay = 0.05 if ctx.method == "tools/list" else 1.0  # 50 ms: the answer is out by then
+            asyncio.get_running_loop().call_later(delay, soul.preload)
+        return result
+
+    return middleware
+
+
+def build_server(soul: SoulFile, *, preload: bool = False) -> MCPServer:
+    tools = SoulTools(soul)
+    server = MCPServer(
+        name="soul",
+        version=__version__,
+        instructions=(
+            "Long-term memory kept as a graph. Call soul_prime once at session start; "
+            "soul_related before building on earlier work; soul_add then soul_link to record "
+            "what a new memory was built on; soul_pin for axioms; soul_explore/soul_promote for hypotheses."
+        ),
+        log_level="WARNING",
+        middleware=[preload_after_handshake(soul)] if preload else (),
+    )
+
+    @server.tool(annotations=READ)
+    async def soul_prime(context: QueryText = "", limit: Limit = 10) -> dict[str, Any]:
+        """Call once at the start of a session. Returns the hottest memories (pinned axioms
+        first) and, when `context` describes the task at hand, the memory that best matches
+        it with a short walk to what it was built on and what was built on it."""
+        graph = tools.read()
+        primed = graph.prime(context, limit)
+        focus = primed["focus"]
+        return {
+            "hot": [tools.brief(n) for n in primed["hot"]],
+            "focus": tools.view(focus.node, score=round(focus.score, 4)) if focus else None,
+            "walk": [tools.brief(n, depth=d, relation=r) for n, d, r in primed["walk"]],
+        }
+
+    @server.tool(annotations=READ)
+    async def soul_related(query: QueryText, limit: Limit = 10, hint: QueryText = "") -> dict[str, Any]:
+        """What earlier work is this built on? Searches memories for `query`, then adds each
+        hit's DAG parents and children, so the old foundation under a recent match is found
+        too. Use before building on earlier work."""
+        graph = tools.read()
+        return {"results": tools.hits(graph.related(query, limit, hint=hint or None))}
+
+    @server.tool(annotations=READ)
+    async def soul_query(query: QueryText, limit: Limit = 10, hint: QueryText = "", tag: Tag | None = None) -> dict[str, Any]:
+        """Plain search over memories: rarer shared words count more, recently used memories
+        rank a little higher. `hint` is a second query merged in; `tag` keeps only nodes with it."""
+        graph = tools.read()
+        return {"results": tools.hits(graph.query(query, limit, hint=hint or None, tag=tag))}
+
+    @server.tool(annotations=READ)
+    async def soul_hot(limit: Limit = 10) -> dict[str, Any]:
+        """What the agent has been doing: pinned axioms, then the most recently and most
+        often used memories."""
+        return {"results": [tools.brief(n) for n in tools.read().hot(limit)]}
+
+    @server.tool(annotations=READ)
+    async def soul_discover(node_id: NodeId, depth: Depth = 2, limit: Limit = 50) -> dict[str, Any]:
+        """Walk the DAG's children from `node_id`: everything built on it, nearest first."""
+        try:
+            found = tools.read().discover(node_id, depth)
+        except SoulGraphError as exc:
+            raise ToolError(str(exc)) from None
+        return {"from": node_id, "results": [tools.brief(n, depth=d) for n, d in found[:limit]]}
+
+    @server.tool(annotations=READ)
+    async def soul_by_tag(tag: Tag, limit: Limit = 50) -> dict[str, Any]:
+        """Every memory carrying `tag` (hottest first)."""
+        nodes = tools.read().by_tag(tag)
+        return {"tag": tag, "total": len(nodes), "results": [tools.brief(n) for n in nodes[:limit]]}
+
+    @server.tool(annotations=WRITE)
+    async def soul_add(content: Content, tags: Tags = [], parents: Parents = [], pinned: bool = False) -> dict[str, Any]:  # noqa: B006 - the SDK copies defaults
+        """Record a new memory, decision or belief. Name the nodes it was built on in
+        `parents` (or link them later with soul_link). Returns the new node and its id."""
+        node = tools.change(lambda graph: graph.add(content, tags, parents=parents, pinned=pinned))
+        return tools.view(node)
+
+    @server.tool(annotations=IDEMPOTENT_WRITE)
+    async def soul_link(parent_id: NodeId, child_id: NodeId) -> dict[str, Any]:
+        """Record lineage: `child_id` was built on `parent_id`. An edge that would close a
+        cycle is refused."""
+        added = tools.change(lambda graph: graph.link(parent_id, child_id))
+        return {"parent": parent_id, "child": child_id, "linked": True, "already_linked": not added}
+
+    @server.tool(annotations=IDEMPOTENT_WRITE)
+    async def soul_pin(node_id: NodeId, pinned: bool = True) -> dict[str, Any]:
+        """Pin a memory as an axiom: it never decays and always leads soul_hot and
+        soul_prime. `pinned=false` unpins it."""
+        node = tools.change(lambda graph: graph.pin(node_id, pinned))
+        return tools.view(node)
+
+    @server.tool(annotations=WRITE)
+    async def soul_splay(node_id: NodeId) -> dict[str, Any]:
+        """Mark a memory as used just now: it moves to the top of soul_hot and ranks a
+        little higher in searches."""
+        node = tools.change(lambda graph: graph.splay(node_id))
+        return tools.view(node)
+
+    @server.tool(annotations=WRITE)
+    async def soul_explore(content: Content, tags: Tags = [], parents: Parents = []) -> dict[str, Any]:  # noqa: B006
+        """Try out a hypothesis without changing the graph: it goes into the exploration
+        branch, built on `parents`. Returns it with the memories it relates to. Use
+        soul_promote to accept it."""
+        node = tools.change(lambda graph: graph.explore(content, tags, parents=parents))
+        graph = soul.loaded
+        related = graph.related(content, 5)
+        return {"hypothesis": {"id": node.id, "content": node.content, "tags": node.tags,
+                               "parents": sorted(graph.branch_parents[node.id])},
+                "related": tools.hits(related)}
+
+    @server.tool(annotations=WRITE)
+    async def soul_promote(node_id: NodeId) -> dict[str, Any]:
+        """Accept a hypothesis from soul_explore: move that one node into the graph, with
+        its edges to parents that are in the graph."""
+        node = tools.change(lambda graph: graph.promote(node_id))
+        return tools.view(node)
+
+    @server.tool(annotations=READ)
+    async def soul_summary(limit: Limit = 5) -> dict[str, Any]:
+        """Counts (nodes, edges, pins, tags, open hypotheses) and the hottest memories."""
+        summary = tools.read().summary(limit)
+        summary["hot"] = [tools.brief(n) for n in summary["hot"]]
+        summary["soul_file"] = str(soul.path)
+        return summary
+
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m soulgraph.mcp", description="Serve a soul graph over MCP (stdio).")
+    parser.add_argument("--soul-file", type=Path, help="the soul graph file (default: $HERMES_HOME/soul.json, else ~/.hermes/soul.json)")
+    args = parser.parse_args(argv)
+    soul = SoulFile(args.soul_file or default_soul_file())
+    try:
+        still_to_read = soul.open_for_serving()  # refuse to start on a file we cannot read
+    except SoulFileError as exc:
+        print(f"soulgraph.mcp: {exc}", file=sys.stderr)
+        return 1
+    build_server(soul, preload=still_to_read).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
