@@ -2,7 +2,8 @@
 
 After every step: the splay tree's order is the recency score's order computed from
 scratch; the edges form a DAG; the index answers what a brute-force scan answers;
-and saving then loading gives an equal graph.
+and saving then loading gives an equal graph. A change can be taken back exactly
+(`rollback`), and replaying its record (`pending`) on a copy gives the same graph.
 """
 
 import math
@@ -12,7 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from soulgraph.engine.graph import DAY, CycleError, SoulGraph
+from soulgraph.engine.graph import DAY, CycleError, SoulGraph, SoulGraphError
 from soulgraph.engine.index import words
 from soulgraph.store import SoulFile
 
@@ -47,6 +48,30 @@ def brute_force_query(graph: SoulGraph, text: str, k: int, weight: float) -> lis
             results.append((node.id, lexical * boost))
     results.sort(key=lambda pair: (-pair[1], pair[0]))
     return results[:k]
+
+
+def state_of(graph: SoulGraph) -> tuple:
+    """Everything observable about a graph, for equality checks."""
+    return (
+        {i: graph.record(i) for i in graph.nodes},
+        sorted(graph.edges()),
+        {i: n.to_dict() for i, n in graph.branch.items()},
+        {i: sorted(p) for i, p in graph.branch_parents.items()},
+        graph.next_id,
+        [n.id for n in graph.hot(50)],
+        {tag: sorted(ids) for tag, ids in graph.tags.items()},
+        sorted(graph.pinned),
+        [(h.node.id, h.score) for h in graph.query("splay tree deploy host", 10)],
+        [(h.node.id, h.score, h.via) for h in graph.related("memory graph agent", 10)],
+    )
+
+
+def replica_of(graph: SoulGraph) -> SoulGraph:
+    """A copy built the way another process replays a journal: from records alone."""
+    replica = SoulGraph(clock=graph.clock)
+    replica.apply_change({"nodes": [graph.record(i) for i in graph.nodes], "next_id": graph.next_id,
+                          "branch": graph.branch_records()})
+    return replica
 
 
 class GraphMachine(RuleBasedStateMachine):
@@ -103,6 +128,48 @@ class GraphMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def promote(self, data):
         self.graph.promote(data.draw(st.sampled_from(sorted(self.graph.branch))))
+
+    @rule(steps=st.lists(st.sampled_from(["add", "splay", "pin", "link", "tag", "explore", "promote"]),
+                         min_size=1, max_size=5),
+          keep=st.booleans(), content=texts, data=st.data())
+    def change_kept_or_rolled_back(self, steps, keep, content, data):
+        """What the store does around every change: keep it and journal its record (a
+        replica replaying that record must equal the graph), or take it back exactly."""
+        started, before = self.clock.now, state_of(self.graph)
+        replica = replica_of(self.graph)
+        self.graph.begin()
+        for step in steps:
+            ids, hypotheses = self.ids(), sorted(self.graph.branch)
+            pick = lambda choices: data.draw(st.sampled_from(choices))  # noqa: E731
+            try:
+                if step == "add":
+                    self.graph.add(content, ["lesson"], parents=[pick(ids)] if ids else [])
+                elif step == "explore":
+                    self.graph.explore(content)
+                elif step == "promote" and hypotheses:
+                    self.graph.promote(pick(hypotheses))
+                elif ids and step == "splay":
+                    self.graph.splay(pick(ids))
+                elif ids and step == "pin":
+                    self.graph.pin(pick(ids), data.draw(st.booleans()))
+                elif ids and step == "tag":
+                    self.graph.tag(pick(ids), "project:x")
+                elif ids and step == "link":
+                    self.graph.link(pick(ids), pick(ids))
+            except SoulGraphError:
+                pass  # refused before it changed anything
+            self.clock.now += 1
+        change = self.graph.pending()
+        if keep:
+            self.graph.end()
+            if change is not None:
+                replica.apply_change(change)
+            assert state_of(replica) == state_of(self.graph)
+        else:
+            self.graph.rollback()
+            later, self.clock.now = self.clock.now, started  # compare at the same moment
+            assert state_of(self.graph) == before
+            self.clock.now = later
 
     @rule(text=texts, k=st.integers(1, 8), weight=st.sampled_from([0.0, 0.5, 2.0]))
     def query_matches_brute_force(self, text, k, weight):

@@ -137,6 +137,12 @@ class SoulGraph:
         # what differs from the graph (a copy-on-write view), so it costs nothing to keep.
         self.branch: dict[str, Node] = {}
         self.branch_parents: dict[str, set[str]] = {}
+        # While a change is open (`begin`): each touched node's record as it was before
+        # (None: it did not exist), in the order first touched, so the store can journal
+        # exactly what changed, or put everything back when it could not be made durable.
+        self._before: dict[str, dict[str, Any] | None] | None = None
+        self._before_branch: tuple[dict[str, Node], dict[str, set[str]]] | None = None
+        self._before_next_id = 0
 
     # ----------------------------------------------------------------- nodes
     def __len__(self) -> int:
@@ -201,6 +207,7 @@ class SoulGraph:
         return bool(self.dirty) or self.branch_dirty
 
     def _insert(self, node: Node) -> None:
+        self._keep(node.id)
         self.nodes[node.id] = node
         self.dirty.add(node.id)
         self.parents.setdefault(node.id, set())
@@ -216,6 +223,7 @@ class SoulGraph:
     def splay(self, node_id: str, at: float | None = None) -> Node:
         """Mark a node used: one more access, now. It moves to the top of the recency order."""
         node = self.get(node_id)
+        self._keep(node_id)
         self.order.remove((node.recency_key, node.id))
         node.access_count += 1
         node.last_accessed = self.clock() if at is None else at
@@ -226,6 +234,7 @@ class SoulGraph:
 
     def pin(self, node_id: str, pinned: bool = True) -> Node:
         node = self.get(node_id)
+        self._keep(node_id)
         node.pinned = pinned
         self.dirty.add(node_id)
         if pinned:
@@ -236,6 +245,7 @@ class SoulGraph:
 
     def tag(self, node_id: str, *tags: str) -> Node:
         node = self.get(node_id)
+        self._keep(node_id)
         for tag in tags:
             if tag not in node.tags:
                 node.tags.append(tag)
@@ -257,6 +267,7 @@ class SoulGraph:
     def _add_edge(self, parent: str, child: str) -> None:
         if parent == child or self._reaches(child, parent):
             raise CycleError(parent, child)
+        self._keep(child)
         self.children[parent].add(child)
         self.parents[child].add(parent)
         self.dirty.add(child)  # a node's file record carries its parents
@@ -598,6 +609,7 @@ class SoulGraph:
             if parent not in self.nodes and parent not in self.branch:
                 raise UnknownNode(parent)
         now = self.clock()
+        self._keep_branch()
         node = Node(id=self._new_id(), content=content, tags=list(dict.fromkeys(tags)),
                     created_at=now, last_accessed=now, metadata={"hypothesis": True})
         self.branch[node.id] = node
@@ -609,6 +621,7 @@ class SoulGraph:
         """Move one hypothesis into the graph, with its edges to parents already in the graph."""
         if node_id not in self.branch:
             raise SoulGraphError(f"{node_id!r} is not a hypothesis in the exploration branch")
+        self._keep_branch()
         node = self.branch.pop(node_id)
         self.branch_dirty = True
         parents = [p for p in self.branch_parents.pop(node_id) if p in self.nodes]
@@ -618,6 +631,128 @@ class SoulGraph:
         for parent in parents:
             self._add_edge(parent, node_id)
         return node
+
+    # ----------------------------------------------------------------- changes as records
+    def record(self, node_id: str) -> dict[str, Any]:
+        """A node as the soul file stores it: its fields and its parents."""
+        record = self.nodes[node_id].to_dict()
+        record["parents"] = sorted(self.parents[node_id])
+        return record
+
+    def branch_records(self) -> list[dict[str, Any]]:
+        return [{**node.to_dict(), "parents": sorted(self.branch_parents.get(node_id, ()))}
+                for node_id, node in self.branch.items()]
+
+    def begin(self) -> None:
+        """Open a change: from now on every touched node's old record is kept (see `pending`,
+        `rollback`, `end`). Changes do not nest."""
+        if self._before is not None:
+            raise RuntimeError("a change is already open on this graph")
+        self._before, self._before_branch, self._before_next_id = {}, None, self.next_id
+
+    def _keep(self, node_id: str) -> None:
+        if self._before is not None and node_id not in self._before:
+            self._before[node_id] = self.record(node_id) if node_id in self.nodes else None
+
+    def _keep_branch(self) -> None:
+        if self._before is not None and self._before_branch is None:
+            # Copies, not references: promote edits the node it moves.
+            self._before_branch = ({i: Node.from_dict(n.to_dict()) for i, n in self.branch.items()},
+                                   {i: set(p) for i, p in self.branch_parents.items()})
+
+    def pending(self) -> dict[str, Any] | None:
+        """What the open change did, as one record of after-images (what a journal stores
+        and `apply_change` replays): {"nodes": [...], "next_id": n, "branch": [...] if the
+        exploration branch changed}; None when it changed nothing."""
+        if self._before is None:
+            raise RuntimeError("no change is open")
+        branch_changed = self._before_branch is not None
+        if not self._before and not branch_changed and self.next_id == self._before_next_id:
+            return None
+        change: dict[str, Any] = {
+            "nodes": [self.record(i) if i in self.nodes else {"id": i, "deleted": True} for i in self._before],
+            "next_id": self.next_id,
+        }
+        if branch_changed:
+            change["branch"] = self.branch_records()
+        return change
+
+    def end(self) -> None:
+        """Close the change and keep it."""
+        self._before, self._before_branch = None, None
+
+    def rollback(self) -> None:
+        """Close the change and put every touched node, the branch and next_id back."""
+        if self._before is None:
+            raise RuntimeError("no change is open")
+        before, branch = self._before, self._before_branch
+        self._before, self._before_branch = None, None
+        self._put(list(reversed(before.items())))
+        self.next_id = self._before_next_id
+        if branch is not None:
+            self.branch, self.branch_parents = branch
+
+    def apply_change(self, change: dict[str, Any], parse: Callable[[dict[str, Any]], Node] = Node.from_dict) -> None:
+        """Replay a record made by `pending` (another process's journaled change)."""
+        self._put([(r["id"], None if r.get("deleted") else r) for r in change["nodes"]], parse)
+        self.next_id = max(self.next_id, int(change["next_id"]))
+        if "branch" in change:
+            self.branch = {}
+            self.branch_parents = {}
+            for record in change["branch"]:
+                node = parse(record)
+                self.branch[node.id] = node
+                self.branch_parents[node.id] = set(record.get("parents", ()))
+
+    def _put(self, records: list[tuple[str, dict[str, Any] | None]],
+             parse: Callable[[dict[str, Any]], Node] = Node.from_dict) -> None:
+        """Make each node exactly its record (None: absent): nodes first, then parents, so
+        a record may name a parent that comes later in the list."""
+        cooler = False  # a key went down or a node went away: the recency tiers must be recut
+        for node_id, record in records:
+            old = self.nodes.get(node_id)
+            if old is not None:
+                old_key = old.recency_key
+                self._remove_node_data(old)
+            if record is None:
+                if old is not None:
+                    for parent in self.parents.pop(node_id, ()):
+                        self.children[parent].discard(node_id)
+                    for child in self.children.pop(node_id, ()):
+                        self.parents[child].discard(node_id)
+                    self.dirty.add(node_id)
+                    cooler = True
+                continue
+            node = parse(record)
+            self._insert(node)
+            if old is not None and node.recency_key < old_key:
+                cooler = True
+        for node_id, record in records:
+            if record is None:
+                continue
+            wanted = {str(p) for p in record.get("parents", ())}
+            current = self.parents[node_id]
+            for parent in current - wanted:
+                self.children[parent].discard(node_id)
+            for parent in wanted - current:
+                self.get(parent)
+                self.children[parent].add(node_id)
+            self.parents[node_id] = wanted
+        if cooler:
+            self._tiers = RecencyTiers(self._hottest_slots)
+
+    def _remove_node_data(self, node: Node) -> None:
+        """Take a node out of every structure but the edges."""
+        del self.nodes[node.id]
+        for tag in node.tags:
+            ids = self.tags.get(tag)
+            if ids is not None:
+                ids.discard(node.id)
+                if not ids:
+                    del self.tags[tag]
+        self.pinned.discard(node.id)
+        self.order.remove((node.recency_key, node.id))
+        self.index.remove(node.id)
 
     # ----------------------------------------------------------------- portable forms
     @classmethod
