@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterable, Iterator
+from collections import deque
+from itertools import accumulate, chain, repeat
+from operator import add, methodcaller
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from soulgraph.engine.bitsets import mask_of_slots, slots_in, slots_in_any
 
@@ -76,8 +79,43 @@ def words(text: str) -> set[str]:
     return found
 
 
+# For ASCII text, `WORD.findall(text.lower())` is the runs of [a-z0-9] after lower-casing:
+# this table lower-cases A-Z and blanks every other byte, so `bytes.split()` finds the same
+# tokens, at C speed over a whole batch of texts (`InvertedIndex.add_many`).
+_ASCII_WORDS = bytes(
+    (c | 0x20 if 65 <= c <= 90 else c) if chr(c).isascii() and chr(c).isalnum() else 0x20 for c in range(256)
+)
+
+
+# Token bytes (after _ASCII_WORDS) -> "x", the space stays: tokens are counted as b" x".
+_TOKEN_MARKS = bytes(0x20 if c == 0x20 else 0x78 for c in range(256))
+
+
+class _MembersOfToken(dict):
+    """token -> the list collecting the node ids of its form, filled on first sight of each
+    distinct token, so the bulk index pays one dict lookup per token occurrence. A token is
+    an ASCII bytes run (`add_many`'s fast path) or an already searchable str form (from
+    `words`); stopwords collect under the form ""."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.members: dict[str, list[str]] = {}  # form -> node ids, in the order met
+
+    def __missing__(self, token: bytes | str) -> list[str]:
+        if type(token) is bytes:
+            text = token.decode("ascii")
+            form = _forms[text] if text in _forms else _form(text)
+        else:
+            form = token
+        members = self.members.get(form)
+        if members is None:
+            members = self.members[form] = []
+        self[token] = members
+        return members
+
+
 class InvertedIndex:
-    """word -> set of node ids, plus each node's words so it can be removed.
+    """word -> set of node ids, plus each node's indexed text so it can be removed.
 
     Alongside: node id <-> slot, and word -> bitmask of slots for the common words.
     A word's mask is built the first time a search needs it (`mask`), so a process that
@@ -87,7 +125,10 @@ class InvertedIndex:
 
     def __init__(self) -> None:
         self._postings: dict[str, set[str]] = {}
-        self._doc_words: dict[str, frozenset[str]] = {}
+        # node id -> the text it was indexed with. Its words are found again when the node is
+        # removed or re-indexed (rare); a text costs less memory than its set of words (a
+        # fifth, for a short note) and nothing to build at load.
+        self._texts: dict[str, str] = {}
         self._slot_of: dict[str, int] = {}
         self._id_at: list[str] = []  # slot -> node id
         self._masks: dict[str, int] = {}  # common word -> mask, each built when a search first needs it
@@ -96,20 +137,20 @@ class InvertedIndex:
         self._unsorted_ids: list[str] = []  # slotted since `_sorted_ids` was last sorted
 
     def __len__(self) -> int:
-        return len(self._doc_words)
+        return len(self._texts)
 
     # ------------------------------------------------------------------ changes
     def add(self, node_id: str, text: str) -> None:
         """Index a node's words; indexing an indexed node again replaces its words (same slot)."""
-        if node_id in self._doc_words:
+        if node_id in self._texts:
             self.remove(node_id)
         slot = self._slot_of.get(node_id)
         if slot is None:
             slot = self._slot_of[node_id] = len(self._id_at)
             self._id_at.append(node_id)
             self._unsorted_ids.append(node_id)
-        doc = frozenset(words(text))
-        self._doc_words[node_id] = doc
+        doc = words(text)
+        self._texts[node_id] = text
         postings = self._postings
         for word in doc:
             posting = postings.get(word)
@@ -120,9 +161,76 @@ class InvertedIndex:
         if self._masks:
             self._set_mask_bits(slot, doc)
 
+    def add_many(self, node_ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Index many nodes at once, leaving exactly the state that `add` of each
+        (node_ids[i], texts[i]) in order leaves: the same slots, and every posting set
+        filled in node order (so even set iteration orders match).
+
+        Loading a graph is almost all this work: a million word occurrences for 100,000
+        nodes. Here ASCII texts are lower-cased and split in one pass over their bytes,
+        and each occurrence costs one dict lookup and one list append inside C loops
+        (`map`), with no Python bytecode per word; then each word's posting set is made
+        from its list. (Two sequences rather than pairs: the loader has both lists.)
+        """
+        node_ids, texts = list(node_ids), list(texts)
+        if len(node_ids) != len(texts):
+            raise ValueError(f"{len(node_ids)} node ids but {len(texts)} texts")
+        if (self._masks or len(set(node_ids)) != len(node_ids)
+                or not self._slot_of.keys().isdisjoint(node_ids)):
+            # Masks to keep exact, or nodes indexed twice: the one-by-one path says how.
+            for node_id, text in zip(node_ids, texts):
+                self.add(node_id, text)
+            return
+        if not node_ids:
+            return
+        # The ASCII texts, each after one space, lower-cased and with every other byte
+        # blanked in one pass; in `marks` every token byte is "x", so a text's token count
+        # is its count of " x". A non-ASCII text's words come from `words`, as a str that
+        # splits into them (its slice of the buffer is empty).
+        plain = list(map(str.isascii, texts))
+        ascii_texts = texts if all(plain) else [text if is_ascii else "" for text, is_ascii in zip(texts, plain)]
+        buffer = (" " + " ".join(ascii_texts)).encode("ascii").translate(_ASCII_WORDS)
+        marks = buffer.translate(_TOKEN_MARKS)
+        ends = list(accumulate(map(add, map(len, ascii_texts), repeat(1)), initial=0))
+        starts, ends = ends[:-1], ends[1:]
+        counts = list(map(marks.count, repeat(b" x"), starts, ends))
+        del marks
+        pieces: Iterable[bytes | str] = map(buffer.__getitem__, map(slice, starts, ends))
+        split: Callable[[Any], list] = bytes.split
+        if ascii_texts is not texts:
+            pieces, split = list(pieces), methodcaller("split")  # bytes.split or str.split
+            for position, is_ascii in enumerate(plain):
+                if not is_ascii:
+                    forms = words(texts[position])
+                    pieces[position], counts[position] = " ".join(forms), len(forms)
+        # Split lazily, node by node: each node's tokens are looked up while still in the
+        # CPU cache and freed right after, so a million token objects never exist at once.
+        tokens = chain.from_iterable(map(split, pieces))
+        members_of = _MembersOfToken()
+        # members_of[token].append(node_id) for every token of every node, in node order...
+        deque(map(list.append, map(members_of.__getitem__, tokens),
+                  chain.from_iterable(map(repeat, node_ids, counts))), maxlen=0)
+        members_of.members.pop("", None)  # stopwords
+        # ...then each posting set filled word by word: the same adds in the same order as
+        # node by node (so the same set), but one set's table at a time, which the CPU's
+        # caches hold, instead of a jump to another of thousands of tables at every word.
+        postings = self._postings
+        for form, members in members_of.members.items():
+            posting = postings.get(form)
+            if posting is None:
+                postings[form] = set(members)
+            else:
+                posting.update(members)
+        first = len(self._id_at)
+        self._slot_of.update(zip(node_ids, range(first, first + len(node_ids))))
+        self._id_at.extend(node_ids)
+        self._unsorted_ids.extend(node_ids)
+        self._texts.update(zip(node_ids, texts))
+
     def remove(self, node_id: str) -> None:
         slot = self._slot_of.get(node_id)
-        for word in self._doc_words.pop(node_id, ()):
+        text = self._texts.pop(node_id, None)
+        for word in words(text) if text is not None else ():
             posting = self._postings[word]
             posting.discard(node_id)
             if not posting:
@@ -136,7 +244,7 @@ class InvertedIndex:
     def idf(self, word: str) -> float:
         """log(1 + N / df): positive for every word that occurs, larger when rarer."""
         df = len(self._postings.get(word, ()))
-        return math.log1p(len(self._doc_words) / df) if df else 0.0
+        return math.log1p(len(self._texts) / df) if df else 0.0
 
     def posting(self, word: str) -> set[str]:
         return self._postings.get(word, set())
@@ -160,7 +268,8 @@ class InvertedIndex:
         return scores
 
     def document_words(self, node_id: str) -> frozenset[str]:
-        return self._doc_words.get(node_id, frozenset())
+        text = self._texts.get(node_id)
+        return frozenset(words(text)) if text is not None else frozenset()
 
     # ------------------------------------------------------------------ slots and masks
     @property
@@ -169,6 +278,11 @@ class InvertedIndex:
 
     def slot(self, node_id: str) -> int:
         return self._slot_of[node_id]
+
+    def slot_map(self) -> Mapping[str, int]:
+        """node id -> slot, for looking up many at C speed (`map(slot_map.__getitem__, ids)`).
+        Read only: the index's own mapping, not a copy."""
+        return self._slot_of
 
     def ids_in(self, mask: int, many: bool = False) -> Iterator[str]:
         """The node ids of a mask, most recently indexed first (see `bitsets.slots_in`);
@@ -206,9 +320,9 @@ class InvertedIndex:
         return len(common)
 
     def _mask_threshold(self) -> int:
-        return max(MASK_MIN_DF, len(self._doc_words) // MASK_SHARE)
+        return max(MASK_MIN_DF, len(self._texts) // MASK_SHARE)
 
-    def _set_mask_bits(self, slot: int, doc: frozenset[str]) -> None:
+    def _set_mask_bits(self, slot: int, doc: set[str]) -> None:
         """Set the node's bit in the masks its words already have."""
         masks = self._masks
         bit = 1 << slot
@@ -217,11 +331,11 @@ class InvertedIndex:
                 masks[word] |= bit
         # The threshold grows with the graph: once the graph has doubled, drop the masks
         # of words now well under it, so the masks' memory stays a small share.
-        if len(self._doc_words) >= 2 * self._masks_swept_at:
+        if len(self._texts) >= 2 * self._masks_swept_at:
             threshold = self._mask_threshold()
             for word in [w for w in masks if len(self._postings[w]) * 2 < threshold]:
                 del masks[word]
-            self._masks_swept_at = len(self._doc_words)
+            self._masks_swept_at = len(self._texts)
 
     def common_suffix_start(self, weighted: list[tuple[float, str]]) -> int:
         """Where the common words begin in a rarest-first word list: every word from the

@@ -8,7 +8,9 @@ nodes with the same key still have a fixed order.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections import deque
+from itertools import repeat
+from typing import Iterator, Sequence
 
 
 class _Entry:
@@ -26,6 +28,37 @@ class SplayTree:
     def __init__(self) -> None:
         self._root: _Entry | None = None
         self._size = 0
+
+    @classmethod
+    def from_sorted(cls, items: Sequence[tuple[float, str]]) -> "SplayTree":
+        """A tree of `items`, which must be strictly ascending, built balanced in one pass.
+
+        Loading a graph inserted its nodes one by one: n splays of a growing tree. Sorted
+        keys give the tree directly: a complete binary search tree, laid out by in-order
+        position p (1-based) in a perfect tree of 2**k - 1 positions, where the node at
+        p = odd * 2**h has children at p -+ 2**(h-1). The n items take every internal
+        position and the leftmost leaves; the links are set a level at a time by slicing,
+        so no Python code runs per item. Depth: the bit length of n.
+        """
+        tree = cls()
+        n = len(items)
+        if not n:
+            return tree
+        entries = list(map(_Entry, items))
+        k = n.bit_length()
+        top = (1 << k) - 1  # positions 1..top of the perfect tree
+        leaves = n - ((1 << (k - 1)) - 1)  # leaves in use, the leftmost ones (1 <= leaves <= 2**(k-1))
+        at: list[_Entry | None] = [None] * (top + 1)  # position -> entry
+        at[1:2 * leaves] = entries[:2 * leaves - 1]  # the used leaves and the positions between them
+        at[2 * leaves:top:2] = entries[2 * leaves - 1:]  # internal positions to the right of them
+        for height in range(1, k):
+            step, half = 1 << (height + 1), 1 << (height - 1)
+            parents = at[1 << height::step]
+            deque(map(setattr, parents, repeat("left"), at[(1 << height) - half::step]), maxlen=0)
+            deque(map(setattr, parents, repeat("right"), at[(1 << height) + half::step]), maxlen=0)
+        tree._root = at[1 << (k - 1)]
+        tree._size = n
+        return tree
 
     def __len__(self) -> int:
         return self._size
