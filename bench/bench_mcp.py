@@ -8,9 +8,11 @@ drives it. Measured per graph size:
 - start: process start to the first tools/list answer (median of 3); first answer: to the
   first soul_summary answer, which waits for the graph to be read (large files are read in
   the background after start);
-- soul_query / soul_related / soul_add: tools/call round trips, p50 and p99;
+- soul_query / soul_related: tools/call round trips, p50 and p99;
+- writes: soul_add, soul_link, soul_pin, soul_splay round trips, p50 (and add's p99), each
+  durable (fsynced) before it is answered;
 - engine: the graph's own time per question in-process (no transport), p50;
-- load and save of soul.json.
+- save of a whole soul.json, and a cold load of it in-process (parse, index, tree).
 """
 
 from __future__ import annotations
@@ -111,9 +113,9 @@ def main() -> None:
 
     print(f"python {sys.version.split()[0]}, baseline = do-nothing MCP server on the same SDK, stdio client")
     print(f"baseline: start {base_start:.3f} s, tools/call p50 {ms(base_p50)} ms, p99 {ms(base_p99)} ms\n")
-    header = f"{'nodes':>7} | {'file MB':>7} | {'save s':>6} | {'start s':>7} {'x base':>6} {'1st answer s':>12} | " \
+    header = f"{'nodes':>7} | {'file MB':>7} | {'save s':>6} {'load s':>6} | {'start s':>7} {'x base':>6} {'1st answer s':>12} | " \
              f"{'query p50/p99 ms':>16} {'x base':>6} | {'related p50/p99 ms':>18} | {'add p50/p99 ms':>15} | " \
-             f"{'engine q/rel µs':>15}"
+             f"{'link/pin/splay p50 ms':>21} | {'engine q/rel µs':>15}"
     print(header)
     print("-" * len(header))
     for size in sizes:
@@ -122,6 +124,9 @@ def main() -> None:
         started = time.perf_counter()
         SoulFile(soul_file).save(graph)
         save_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        SoulFile(soul_file).graph()
+        load_seconds = time.perf_counter() - started
 
         engine_q, engine_r = [], []
         for q in questions[:2000]:
@@ -138,14 +143,20 @@ def main() -> None:
             "soul_query": [{"query": q} for q in questions[: args.calls]],
             "soul_related": [{"query": q} for q in questions[: args.calls]],
             "soul_add": [{"content": q, "tags": ["bench"]} for q in questions[: min(args.calls, 100)]],
+            # The synthetic graph's edges all run from older (lower id) to newer nodes, so
+            # an edge from n<i> to a much newer node never closes a cycle.
+            "soul_link": [{"parent_id": f"n{i}", "child_id": f"n{size - i}"} for i in range(1, min(args.calls, 100) + 1)],
+            "soul_pin": [{"node_id": f"n{i}", "pinned": bool(i % 2)} for i in range(1, min(args.calls, 100) + 1)],
+            "soul_splay": [{"node_id": f"n{i}"} for i in range(1, min(args.calls, 100) + 1)],
         }))
         q50, q99 = percentile(calls["soul_query"], 0.5), percentile(calls["soul_query"], 0.99)
         r50, r99 = percentile(calls["soul_related"], 0.5), percentile(calls["soul_related"], 0.99)
         a50, a99 = percentile(calls["soul_add"], 0.5), percentile(calls["soul_add"], 0.99)
         size_mb = soul_file.stat().st_size / 1e6
-        row = (f"{size:>7} | {size_mb:>7.1f} | {save_seconds:>6.2f} | {start:>7.3f} {start / base_start:>6.2f} {first_answer:>12.3f} | "
+        writes = "/".join(ms(percentile(calls[name], 0.5)) for name in ("soul_link", "soul_pin", "soul_splay"))
+        row = (f"{size:>7} | {size_mb:>7.1f} | {save_seconds:>6.2f} {load_seconds:>6.2f} | {start:>7.3f} {start / base_start:>6.2f} {first_answer:>12.3f} | "
                f"{ms(q50) + '/' + ms(q99):>16} {q50 / base_p50:>6.2f} | {ms(r50) + '/' + ms(r99):>18} | "
-               f"{ms(a50) + '/' + ms(a99):>15} | "
+               f"{ms(a50) + '/' + ms(a99):>15} | {writes:>21} | "
                f"{percentile(engine_q, 0.5) * 1e6:>7.1f}/{percentile(engine_r, 0.5) * 1e6:<7.1f}")
         print(row, flush=True)
 

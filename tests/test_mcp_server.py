@@ -90,7 +90,10 @@ def test_every_tool_and_restart_persistence(tmp_path):
         assert [(w["id"], w["relation"]) for w in primed["walk"]][:2] == [(ids["venv"], "ancestor"), (ids["plan"], "ancestor")]
 
     with_server(soul_file, after_restart)
-    saved = json.loads(soul_file.read_text())
+    # Everything the server acknowledged is on disk: soul.json plus its journal, exported whole.
+    exported = subprocess.run([sys.executable, "-m", "soulgraph.store", "export", str(soul_file)],
+                              capture_output=True, text=True, timeout=60, check=True)
+    saved = json.loads(exported.stdout)
     assert len(saved["nodes"]) == 5 and saved["exploration"]["nodes"] == []
 
 
@@ -187,9 +190,30 @@ def test_a_large_file_with_a_damaged_body_is_reported_by_every_call_and_kept(tmp
 
 def test_a_large_file_of_a_newer_schema_stops_the_server_at_once(tmp_path):
     soul_file = big_soul_file(tmp_path / "soul.json", 5000)
-    data = soul_file.read_bytes().replace(b'"schema": 1,', b'"schema": 7,', 1)
+    data = soul_file.read_bytes().replace(b'"schema": 2,', b'"schema": 7,', 1)
     soul_file.write_bytes(data)
     proc = subprocess.run([sys.executable, "-m", "soulgraph.mcp", "--soul-file", str(soul_file)],
                           input="", capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "schema 7 is newer" in proc.stderr
     assert soul_file.read_bytes() == data
+
+
+def test_a_write_the_disk_refuses_reaches_the_agent_with_the_reason_and_is_not_kept(tmp_path):
+    """Reproduction from the field: the write fails, the file later must not hold it."""
+    soul_file = tmp_path / "soul.json"
+
+    async def scenario(s):
+        await s.call("soul_add", content="kept")
+        soul_file.chmod(0o444)
+        refused = await s.refused("soul_add", content="REFUSED")
+        soul_file.chmod(0o600)
+        await s.call("soul_add", content="later")
+        found = [r["content"] for r in (await s.call("soul_query", query="REFUSED kept later"))["results"]]
+        return refused, found
+
+    refused, found = with_server(soul_file, scenario)
+    assert str(soul_file) in refused and "read-only (mode 0444); not written" in refused
+    assert sorted(found) == ["kept", "later"]
+    exported = subprocess.run([sys.executable, "-m", "soulgraph.store", "export", str(soul_file)],
+                              capture_output=True, text=True, timeout=60, check=True)
+    assert sorted(n["content"] for n in json.loads(exported.stdout)["nodes"]) == ["kept", "later"]

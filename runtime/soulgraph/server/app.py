@@ -112,6 +112,8 @@ class SoulTools:
                 return operation(graph)
         except (SoulGraphError, SoulFileError) as exc:
             raise ToolError(str(exc)) from None
+        except OSError as exc:  # the store names its files; this is a last line, never a bare traceback
+            raise ToolError(f"{exc.filename or self.soul.path}: {exc.strerror or exc}; the change was not made") from None
 
 
 def preload_after_handshake(soul: SoulFile):

@@ -1,7 +1,8 @@
-"""Where a soul graph lives between sessions: soul.json, written atomically and shared
-safely between processes (see soulfile.py for the guarantees)."""
+"""Where a soul graph lives between sessions: soul.json (the snapshot) and
+soul.json.journal (every change since, one durable record each). See soulfile.py for the
+guarantees, `python -m soulgraph.store` for the operator's check, compact and export."""
 
-from soulgraph.store.soulfile import (EAGER_LOAD_BYTES, FORMAT, SCHEMA, SoulFile, SoulFileError,
-                                      decode, default_soul_file)
+from soulgraph.store.snapshot import FORMAT, SCHEMA
+from soulgraph.store.soulfile import EAGER_LOAD_BYTES, SoulFile, SoulFileError, default_soul_file
 
-__all__ = ["EAGER_LOAD_BYTES", "FORMAT", "SCHEMA", "SoulFile", "SoulFileError", "decode", "default_soul_file"]
+__all__ = ["EAGER_LOAD_BYTES", "FORMAT", "SCHEMA", "SoulFile", "SoulFileError", "default_soul_file"]

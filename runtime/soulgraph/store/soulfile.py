@@ -1,21 +1,25 @@
-"""soul.json: where a soul graph lives between sessions.
-
-The file format (schema 1) is documented in docs/soul-graph.md. In short::
-
-    {"format": "soulgraph", "schema": 1, "next_id": 42,
-     "nodes": [{"id", "content", "tags", "created_at", "last_accessed",
-                "access_count", "pinned", "metadata", "parents": [ids]}, ...],
-     "exploration": {"nodes": [... the same, plus "parents" ...]}}
+"""A soul graph on disk: soul.json (the snapshot) plus soul.json.journal (changes since).
 
 Guarantees:
-- Saved atomically: a temp file in the same folder, fsync, rename, fsync of the
-  folder. A crash at any moment leaves the old file or the new one, never a mix.
-- Private: mode 0600 from the moment the temp file exists.
-- Never overwrites what it cannot read: a corrupt file, one that is not a soul
-  graph, or one of a newer schema stops us with `SoulFileError`.
-- Several processes may share one file (Hermes' CLI and gateway each start a
-  server): every change takes an exclusive lock, re-reads the file if another
-  process wrote it, applies the change and saves, so no write is lost.
+- Durable before acknowledged: a change is one checksummed journal record, written and
+  fdatasynced before `change()` returns. The cost does not grow with the graph.
+- Exact failure semantics: a change that could not be made durable is taken back in
+  memory too (the graph's own undo), and the error names the file and the OS's reason.
+- Crash-safe: a crash leaves the snapshot whole (it is only ever replaced atomically)
+  and at most a torn last journal record, which was never acknowledged and is ignored.
+- Compaction: when the journal passes `journal_share` of the snapshot's size (and
+  `journal_min_bytes`), the writer rewrites soul.json whole with the journal folded in,
+  then starts an empty journal. soul.json stays a complete JSON document throughout.
+- Shared: several processes may serve one file (Hermes' CLI and gateway each start a
+  server). Writers take an exclusive lock (`soul.json.lock`, waited on for at most
+  `lock_timeout` seconds). Before every answer a process reads only the journal records
+  it has not applied yet; after another process compacted, it finishes the old journal
+  through its open handle and carries on with the new one, without reading soul.json.
+- Never overwrites what it cannot read: a damaged, foreign or newer-schema snapshot, a
+  damaged journal, or a journal that does not continue the snapshot stops every read
+  and write with `SoulFileError`, and both files are left as they are.
+- A symlinked soul.json is followed: the target is read and replaced, the link stays.
+  A dangling link, a read-only soul.json or journal is refused with a clear message.
 """
 
 from __future__ import annotations
@@ -23,23 +27,24 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
-import json
 import os
-import re
+import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
+from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, SoulGraph
+from soulgraph.engine.load import paused_gc
+from soulgraph.store import journal, snapshot
 from soulgraph.store.atomic import sweep_temp_files, write_atomically
-from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, Node, SoulGraph, SoulGraphError
+from soulgraph.store.journal import JournalError
+from soulgraph.store.snapshot import FORMAT, SCHEMA, SnapshotError
 
-FORMAT = "soulgraph"
-SCHEMA = 1
 # Files up to this size are read whole before the server answers; larger ones are checked
 # by their header and read in the background, so start-up does not grow with the graph.
 EAGER_LOAD_BYTES = 1 << 20
-_HEADER = re.compile(rb'^\{"format": "([^"]*)", "schema": (\d+)')
+_JOURNAL_READ = 1 << 16
 
 
 class SoulFileError(Exception):
@@ -58,141 +63,262 @@ def default_soul_file(environ: dict[str, str] | None = None) -> Path:
     return base / "soul.json"
 
 
-def _node_record(node: Node, parents: set[str]) -> dict[str, Any]:
-    record = node.to_dict()
-    record["parents"] = sorted(parents)
-    return record
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
-def encode_node(graph: SoulGraph, node_id: str) -> str:
-    return json.dumps(_node_record(graph.nodes[node_id], graph.parents[node_id]), ensure_ascii=False)
-
-
-def decode(text: str, path: Path, clock: Clock = time.time, recency_weight: float = DEFAULT_RECENCY_WEIGHT) -> SoulGraph:
-    """Parse a soul file's text into a graph, or raise SoulFileError saying what is wrong."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise SoulFileError(path, f"not valid JSON ({exc}); left untouched") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise SoulFileError(path, f"not a soul graph file (no \"format\": \"{FORMAT}\"); left untouched")
-    schema = data.get("schema")
-    if not isinstance(schema, int) or schema < 1:
-        raise SoulFileError(path, f"unreadable schema {schema!r}; left untouched")
-    if schema > SCHEMA:
-        raise SoulFileError(
-            path, f"schema {schema} is newer than this soulgraph understands ({SCHEMA}); upgrade soulgraph. Left untouched"
-        )
-    graph = SoulGraph(clock=clock, recency_weight=recency_weight)
-    try:
-        records = data["nodes"]
-        edges: list[tuple[str, str]] = []
-        for record in records:
-            node = Node.from_dict(record)
-            if node.id in graph.nodes:
-                raise ValueError(f"node id {node.id!r} appears twice")
-            graph._insert(node)
-            edges.extend((str(parent), node.id) for parent in record.get("parents", []))
-        for parent, child in edges:
-            graph.get(parent)  # an edge to a node that is not there: damaged
-            graph.children[parent].add(child)
-            graph.parents[child].add(parent)
-        _check_acyclic(graph)  # once for the whole file, not a cycle search per edge
-        for record in data.get("exploration", {}).get("nodes", []):
-            node = Node.from_dict(record)
-            graph.branch[node.id] = node
-            graph.branch_parents[node.id] = {str(p) for p in record.get("parents", [])}
-        graph.next_id = int(data.get("next_id", 1))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SoulFileError(path, f"damaged soul graph ({type(exc).__name__}: {exc}); left untouched") from None
-    graph.dirty.clear()
-    graph.branch_dirty = False
-    return graph
-
-
-def _check_acyclic(graph: SoulGraph) -> None:
-    """Kahn's algorithm: every node can be taken in parent-first order iff there is no cycle."""
-    indegree = {node_id: len(parents) for node_id, parents in graph.parents.items()}
-    ready = [node_id for node_id, degree in indegree.items() if degree == 0]
-    taken = 0
-    while ready:
-        node_id = ready.pop()
-        taken += 1
-        for child in graph.children[node_id]:
-            indegree[child] -= 1
-            if indegree[child] == 0:
-                ready.append(child)
-    if taken != len(graph.nodes):
-        stuck = sorted(node_id for node_id, degree in indegree.items() if degree > 0)[:5]
-        raise ValueError(f"the edges form a cycle through {', '.join(stuck)}")
+def _signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 class SoulFile:
-    """One soul.json on disk and the graph it holds, kept in step with other writers."""
+    """One soul.json and its journal, and the graph they hold, kept in step with other
+    processes."""
 
     def __init__(self, path: str | os.PathLike[str], clock: Clock = time.time,
-                 recency_weight: float = DEFAULT_RECENCY_WEIGHT):
-        self.path = Path(path).expanduser().absolute()
+                 recency_weight: float = DEFAULT_RECENCY_WEIGHT, *, journal_share: float = 0.25,
+                 journal_min_bytes: int = 1 << 20, lock_timeout: float = 30.0):
+        self.given_path = Path(path).expanduser().absolute()
+        # A symlink is followed: its target is the file read and replaced, the link stays.
+        self.path = Path(os.path.realpath(self.given_path)) if self.given_path.is_symlink() else self.given_path
+        self.journal_path = self.path.with_name(self.path.name + ".journal")
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.clock = clock
         self.recency_weight = recency_weight
+        self.journal_share = journal_share
+        self.journal_min_bytes = journal_min_bytes
+        self.lock_timeout = lock_timeout
         self._graph: SoulGraph | None = None
-        self._signature: tuple[int, int, int] | None = None
-        self._encoded: dict[str, str] = {}  # node id -> its JSON record, as last saved
-        self._reading = threading.Lock()  # a background preload and a tool call may both read
+        self._mutex = threading.RLock()  # a background preload and a tool call may both read
         self._preloading: threading.Thread | None = None
+        self._encoded: dict[str, str] = {}  # node id -> its JSON in the last snapshot
+        self._seq = 0  # the last change applied to the graph in memory
+        self._schema: int | None = None  # of soul.json on disk; None: there is none
+        self._snapshot_seq = 0
+        self._snapshot_sig: tuple[int, int, int, int] | None = None
+        self._snapshot_size = 0
+        self._journal_fd = -1  # the journal we follow, kept open across compactions
+        self._journal_writable = False
+        self._journal_sig: tuple[int, int] | None = None  # (dev, inode) of that journal
+        self._journal_base = -1
+        self._journal_offset = 0  # end of the last sound record read
+        self.torn_tail_bytes = 0  # bytes after it that were not a sound record when last read
+        self.compactions = 0
+        self.warnings: list[str] = []
+
+    def __del__(self) -> None:
+        if self._journal_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._journal_fd)
+
+    @property
+    def seq(self) -> int:
+        """The number of the last change this process has applied."""
+        return self._seq
 
     # ------------------------------------------------------------------ reading
-    def _stat_signature(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise SoulFileError(self.path, f"cannot be read ({exc.strerror})") from None
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
+    @property
+    def loaded(self) -> SoulGraph:
+        """The graph as last read or written, without looking at the files again."""
+        return self._graph if self._graph is not None else self.graph()
 
-    def _read(self) -> None:
+    def graph(self) -> SoulGraph:
+        """The graph as the files hold it now: the records other processes have appended
+        since the last look are applied; only a replaced snapshot is read again."""
+        with self._mutex:
+            return self._current()
+
+    def _current(self) -> SoulGraph:
+        if self._graph is None:
+            self._load()
+        else:
+            self._catch_up()
+        assert self._graph is not None
+        return self._graph
+
+    def _load(self) -> None:
+        """Read soul.json and replay its journal: the whole state, from scratch."""
+        if self.given_path.is_symlink() and not os.path.exists(self.path):
+            raise SoulFileError(self.given_path, f"is a symlink to {self.path}, which does not exist; not read")
+        self._close_journal()
+        if self._graph is not None:
+            # The old graph was frozen out of the collector's sight (below); a graph is a
+            # reference cycle, so without this a re-read would keep it in memory for good.
+            self._graph = None
+            gc.unfreeze()
+        with paused_gc():  # a load makes ~10 objects per node, none garbage: no collections meanwhile
+            self._load_paused()
+            # A big graph is hundreds of thousands of long-lived objects: frozen, no later
+            # collection walks them, so a tool call never pays tens of milliseconds for one.
+            gc.freeze()
+
+    def _load_paused(self) -> None:
         try:
             with open(self.path, "rb") as handle:
                 st = os.fstat(handle.fileno())
                 raw = handle.read()
         except FileNotFoundError:
-            self._graph = SoulGraph(clock=self.clock, recency_weight=self.recency_weight)
-            self._signature = None
-            self._encoded = {}
-            return
+            graph, schema, seq, sig, size = SoulGraph(clock=self.clock, recency_weight=self.recency_weight), None, 0, None, 0
         except IsADirectoryError:
             raise SoulFileError(self.path, "is a directory, not a soul file") from None
         except OSError as exc:
-            raise SoulFileError(self.path, f"cannot be read ({exc.strerror})") from None
+            raise SoulFileError(self.path, f"cannot be read ({_os_reason(exc)})") from None
+        else:
+            try:
+                graph, schema, seq = snapshot.decode(raw, self.clock, self.recency_weight)
+            except SnapshotError as exc:
+                raise SoulFileError(self.path, f"{exc}; left untouched") from None
+            sig, size = _signature(st), len(raw)
+            del raw
+        self._graph, self._schema, self._snapshot_seq, self._snapshot_sig = graph, schema, seq, sig
+        self._snapshot_size, self._seq, self._encoded = size, seq, {}
+        self._open_journal()
+
+    def _open_journal(self) -> bool:
+        """Open the journal beside the snapshot and apply its records. Returns False when
+        there is none."""
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise SoulFileError(self.path, "not UTF-8 text; left untouched") from None
-        self._graph = decode(text, self.path, self.clock, self.recency_weight)
-        # A big graph is hundreds of thousands of long-lived objects: without this, every full
-        # collection walks them all and a tool call now and then pays tens of milliseconds.
-        gc.freeze()
-        self._signature = (st.st_ino, st.st_mtime_ns, st.st_size)
-        self._encoded = {}
+            fd = os.open(self.journal_path, os.O_RDWR)
+            writable = True
+        except FileNotFoundError:
+            return False  # none yet (a new file, schema 1): the first write starts one
+        except PermissionError:
+            try:
+                fd, writable = os.open(self.journal_path, os.O_RDONLY), False
+            except OSError as exc:
+                raise SoulFileError(self.journal_path, f"cannot be read ({_os_reason(exc)})") from None
+        except OSError as exc:
+            raise SoulFileError(self.journal_path, f"cannot be read ({_os_reason(exc)})") from None
+        try:
+            st = os.fstat(fd)
+            data = _read_all(fd, 0)
+            if not data:
+                raise JournalError(f"{self.journal_path}: empty journal (no header)")
+            found = journal.scan(data)
+            if not found.records:
+                raise JournalError(f"{self.journal_path}: no sound header line")
+            base = journal.parse_header(found.records[0], self.journal_path)
+            if found.damaged_at is not None:
+                raise JournalError(f"{self.journal_path}: damaged record at byte {found.damaged_at} "
+                                   "with sound records after it")
+            if self._schema is None:
+                raise JournalError(f"{self.path} is missing but its journal {self.journal_path.name} is there "
+                                   f"(continuing change {base}); restore soul.json or move the journal aside")
+            if base > self._snapshot_seq:
+                raise JournalError(f"{self.journal_path} continues change {base} but soul.json holds only "
+                                   f"{self._snapshot_seq}: soul.json is older than its journal (restored from a "
+                                   "backup?); move one of them aside")
+            self._journal_fd, self._journal_writable = fd, writable
+            self._journal_sig = (st.st_dev, st.st_ino)
+            self._journal_base = base
+            self._apply(found.records[1:])
+            self._journal_offset, self.torn_tail_bytes = found.consumed, found.torn_tail_bytes
+        except JournalError as exc:
+            self._close_journal()
+            raise SoulFileError(self.journal_path, f"{_strip_path(exc, self.journal_path)}; left untouched") from None
+        except BaseException:
+            self._close_journal()
+            raise
+        return True
 
-    @property
-    def loaded(self) -> SoulGraph:
-        """The graph as last read or saved, without looking at the file again."""
-        return self._graph if self._graph is not None else self.graph()
-
-    def graph(self) -> SoulGraph:
-        """The graph as the file holds it now (re-read only when another process saved)."""
-        with self._reading:
-            return self._current()
-
-    def _current(self) -> SoulGraph:
-        if self._graph is None or self._stat_signature() != self._signature:
-            self._read()
+    def _apply(self, records: list[dict]) -> None:
+        """Apply sound records read from the journal we follow, in order."""
         assert self._graph is not None
-        return self._graph
+        for record in records:
+            seq = record.get("seq")
+            if self._journal_base < self._snapshot_seq and type(seq) is int and seq <= self._snapshot_seq:
+                continue  # a journal the snapshot already holds (compaction was interrupted)
+            journal.check_record(record, self._seq + 1, self.journal_path)
+            try:
+                self._graph.apply_change(record, snapshot.parse_node)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise JournalError(f"{self.journal_path}: record {seq} cannot be applied ({exc})") from None
+            self._seq = seq
 
+    def _catch_up(self) -> None:
+        """Apply what other processes wrote since our last look, reading as little as we can."""
+        if self._journal_fd >= 0:
+            self._read_journal_tail()
+        try:
+            journal_st = os.stat(self.journal_path)
+            journal_sig = (journal_st.st_dev, journal_st.st_ino)
+        except FileNotFoundError:
+            journal_sig = None
+        except OSError as exc:
+            raise SoulFileError(self.journal_path, f"cannot be read ({_os_reason(exc)})") from None
+        try:
+            snapshot_sig = _signature(os.stat(self.path))
+        except FileNotFoundError:
+            snapshot_sig = None
+        except OSError as exc:
+            raise SoulFileError(self.path, f"cannot be read ({_os_reason(exc)})") from None
+        if journal_sig == self._journal_sig and snapshot_sig == self._snapshot_sig:
+            return
+        # Replaced: another process compacted or saved (or someone edited the files by hand).
+        if snapshot_sig is not None and journal_sig is not None and self._journal_sig is not None:
+            try:
+                header = snapshot.read_header(snapshot.head_of(self.path))
+            except OSError:
+                header = None
+            if header and header[0] == FORMAT and header[1] == SCHEMA and header[2] == self._seq:
+                # The new snapshot is exactly what we hold: follow its journal from the start.
+                if self._follow_new_journal(snapshot_sig, header[2]):
+                    return
+                if journal_sig == self._journal_sig:
+                    return  # its journal is not started yet: we are current, look again next time
+        self._load()
+
+    def _follow_new_journal(self, snapshot_sig: tuple[int, int, int, int], seq: int) -> bool:
+        try:
+            fd = os.open(self.journal_path, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd)
+            first = os.pread(fd, 4096, 0)
+            end = first.find(b"\n")
+            header = journal.decode_line(first[:end]) if end >= 0 else None
+            if header is None or journal.parse_header(header, self.journal_path) != seq:
+                os.close(fd)
+                return False
+        except (OSError, JournalError):
+            os.close(fd)
+            return False
+        self._close_journal()
+        self._journal_fd, self._journal_writable = fd, True
+        self._journal_sig, self._journal_base, self._journal_offset = (st.st_dev, st.st_ino), seq, end + 1
+        self._snapshot_seq, self._snapshot_sig, self._snapshot_size, self._schema = seq, snapshot_sig, snapshot_sig[3], SCHEMA
+        self._read_journal_tail()
+        return True
+
+    def _read_journal_tail(self) -> None:
+        try:
+            data = _read_all(self._journal_fd, self._journal_offset)
+        except OSError as exc:
+            raise SoulFileError(self.journal_path, f"cannot be read ({_os_reason(exc)})") from None
+        if not data:
+            self.torn_tail_bytes = 0
+            return
+        found = journal.scan(data)
+        if found.damaged_at is not None:
+            raise SoulFileError(self.journal_path, f"damaged record at byte {self._journal_offset + found.damaged_at} "
+                                                "with sound records after it; left untouched")
+        try:
+            self._apply(found.records)
+        except JournalError as exc:
+            self._graph = None  # the state is uncertain: read everything again next time
+            raise SoulFileError(self.journal_path, f"{_strip_path(exc, self.journal_path)}; left untouched") from None
+        self._journal_offset += found.consumed
+        self.torn_tail_bytes = found.torn_tail_bytes
+
+    def _close_journal(self) -> None:
+        if self._journal_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._journal_fd)
+        self._journal_fd, self._journal_sig, self._journal_base = -1, None, -1
+        self._journal_offset, self._journal_writable = 0, False
+
+    # ------------------------------------------------------------------ serving
     def open_for_serving(self) -> bool:
         """Check the file before a server answers anyone, without making start-up wait on
         a big graph: a small file is read whole now; a large one only has its header checked
@@ -200,24 +326,26 @@ class SoulFile:
         `preload()` when the client is not waiting (a damaged body found then surfaces as
         SoulFileError on every tool call, and is never overwritten).
         """
+        if self.given_path.is_symlink() and not os.path.exists(self.path):
+            raise SoulFileError(self.given_path, f"is a symlink to {self.path}, which does not exist; not read")
         try:
             size = os.stat(self.path).st_size
         except FileNotFoundError:
+            self.graph()  # a journal without its snapshot is refused now
             return False
         except OSError:
             size = 0  # let the full read report the problem
         if size <= EAGER_LOAD_BYTES:
             self.graph()
             return False
-        with open(self.path, "rb") as handle:
-            head = handle.read(256)
-        match = _HEADER.match(head)
-        if not match or match.group(1) != FORMAT.encode():
+        header = snapshot.read_header(snapshot.head_of(self.path))
+        if not header or header[0] != FORMAT:
             self.graph()  # not our layout: the full read says exactly what is wrong
             return False
-        if int(match.group(2)) > SCHEMA:
-            raise SoulFileError(self.path, f"schema {int(match.group(2))} is newer than this soulgraph "
-                                           f"understands ({SCHEMA}); upgrade soulgraph. Left untouched")
+        try:
+            snapshot.check_schema(header[1])
+        except SnapshotError as exc:
+            raise SoulFileError(self.path, f"{exc}; left untouched") from None
         return True
 
     def preload(self) -> None:
@@ -226,8 +354,8 @@ class SoulFile:
             return
 
         def read() -> None:
-            # Under the read lock, so a tool call waits for the masks too instead of racing them.
-            with self._reading, contextlib.suppress(SoulFileError):  # reported again by the first call
+            # Under the mutex, so a tool call waits for the masks too instead of racing them.
+            with self._mutex, contextlib.suppress(SoulFileError):  # reported again by the first call
                 self._current().index.build_common_masks()
 
         self._preloading = threading.Thread(target=read, name="soul-preload", daemon=True)
@@ -236,61 +364,201 @@ class SoulFile:
     # ------------------------------------------------------------------ writing
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise SoulFileError(self.lock_path, f"cannot take the write lock ({_os_reason(exc)}); not written") from None
+        try:
+            deadline = time.monotonic() + self.lock_timeout
+            pause = 0.0005
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                        raise SoulFileError(self.lock_path, f"another process (pid {holder}) has held the write lock "
+                                                         f"for {self.lock_timeout:g} s; not written") from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.02)
+            with contextlib.suppress(OSError):  # who holds it, for the message above
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, b"%d\n" % os.getpid(), 0)
             yield
         finally:
             os.close(fd)  # closing releases the lock
 
     @contextlib.contextmanager
     def change(self) -> Iterator[SoulGraph]:
-        """Change the graph under the file lock; saved when the block ends without error.
+        """Change the graph under the write lock; durable when the block ends without error.
 
-        If the block raises, the change is dropped: the graph is re-read from the file,
-        so a refused request (say, an edge closing a cycle) leaves no half-change behind.
+        If the block raises, or the change cannot be made durable, everything it did is
+        taken back: the graph in memory stays equal to what the files hold.
         """
-        with self._locked():
-            graph = self.graph()
+        with self._mutex, self._locked():
+            graph = self._current()
+            graph.begin()
             try:
                 yield graph
-            except SoulGraphError:
-                raise  # the graph refuses before it changes anything: nothing to undo
+                change = graph.pending()
+                if change is not None:
+                    self._make_durable(graph, change)
             except BaseException:
-                self._graph = None  # re-read on next use: the file is the truth
+                graph.rollback()
                 raise
-            if graph.changed or self._signature is None:
-                self._save(graph)
+            graph.end()
+            if change is not None:
+                self._compact_if_due(graph)
+
+    def _make_durable(self, graph: SoulGraph, change: dict) -> None:
+        self._refuse_read_only()
+        if self._can_append():
+            self._append({"seq": self._seq + 1, **change})
+        else:  # no journal that continues the snapshot (a new file, schema 1, an interrupted compaction)
+            self._seq += 1
+            try:
+                self._compact(graph)
+            except BaseException:
+                self._seq -= 1
+                raise
+
+    def _can_append(self) -> bool:
+        return (self._schema == SCHEMA and self._journal_fd >= 0 and self._journal_writable
+                and self._journal_base == self._snapshot_seq)
+
+    def _refuse_read_only(self) -> None:
+        for path in (self.path, self.journal_path):
+            try:
+                mode = os.stat(path).st_mode
+            except OSError:
+                continue
+            if not mode & 0o222:
+                raise SoulFileError(path, f"is read-only (mode {mode & 0o777:04o}); not written. "
+                                       "Make it writable (chmod u+w) to record memories")
+
+    def _append(self, record: dict) -> None:
+        line = journal.encode_line(record)
+        fd, offset = self._journal_fd, self._journal_offset
+        try:
+            if self.torn_tail_bytes or os.fstat(fd).st_size != offset:
+                os.ftruncate(fd, offset)  # a torn record a dead writer left: never acknowledged
+                self.torn_tail_bytes = 0
+            view = memoryview(line)
+            position = offset
+            while view:
+                written = os.pwrite(fd, view, position)
+                view, position = view[written:], position + written
+            os.fdatasync(fd)
+        except OSError as exc:
+            try:  # take the record back, so no reader ever applies it
+                os.ftruncate(fd, offset)
+                os.fdatasync(fd)
+            except OSError as undo_exc:
+                raise SoulFileError(self.journal_path, f"cannot write the journal ({_os_reason(exc)}), and the "
+                                                    f"partial record could not be removed ({_os_reason(undo_exc)}); "
+                                                    "the change was not made") from None
+            raise SoulFileError(self.journal_path, f"cannot write the journal ({_os_reason(exc)}); "
+                                                "the change was not made") from None
+        self._journal_offset = offset + len(line)
+        self._seq = record["seq"]
+
+    def _compact_if_due(self, graph: SoulGraph) -> None:
+        """Fold the journal into a new soul.json once it has grown past its share. The
+        change is already durable, so a failure here is only a warning."""
+        journal_bytes = self._journal_offset
+        if journal_bytes <= max(self.journal_min_bytes, self.journal_share * self._snapshot_size):
+            return
+        try:
+            self._compact(graph)
+        except SoulFileError as exc:
+            self.warnings.append(str(exc))
+
+    def _compact(self, graph: SoulGraph) -> None:
+        """Write the whole graph as soul.json at the current seq, then an empty journal
+        after it. Caller holds the lock."""
+        data = snapshot.encode(graph, self._seq, self.clock(), self._encoded)
+        try:
+            if self._schema is not None and self._schema < SCHEMA:
+                self._back_up_old_schema()
+            sweep_temp_files(self.path)  # we hold the lock: any temp file here is from a writer that died
+            write_atomically(self.path, data, mode=0o600)
+            st = os.stat(self.path)
+        except OSError as exc:
+            self._encoded = {}  # the cache now runs ahead of the file: rebuild it next time
+            raise SoulFileError(self.path, f"cannot be written ({_os_reason(exc)}); the change was not made") from None
+        self._schema, self._snapshot_seq, self._snapshot_sig, self._snapshot_size = SCHEMA, self._seq, _signature(st), len(data)
+        self.compactions += 1
+        # The snapshot holds everything: from here on a failure only leaves an old journal
+        # the snapshot already covers, which readers skip and the next write replaces.
+        try:
+            sweep_temp_files(self.journal_path)
+            journal.write_new(self.journal_path, self._seq)
+            fd = os.open(self.journal_path, os.O_RDWR)
+            st = os.fstat(fd)
+        except OSError as exc:
+            self.warnings.append(f"{self.journal_path}: cannot start a new journal ({_os_reason(exc)})")
+            return
+        self._close_journal()
+        self._journal_fd, self._journal_writable = fd, True
+        self._journal_sig, self._journal_base = (st.st_dev, st.st_ino), self._seq
+        self._journal_offset, self.torn_tail_bytes = st.st_size, 0
+
+    def _back_up_old_schema(self) -> None:
+        backup = self.path.with_name(f"{self.path.name}.bak-schema{self._schema}")
+        if not backup.exists():
+            shutil.copy2(self.path, backup)
+
+    def compact(self) -> None:
+        """Fold the journal into soul.json now (the operator's `compact`)."""
+        with self._mutex, self._locked():
+            graph = self._current()
+            self._refuse_read_only()
+            self._compact(graph)
 
     def save(self, graph: SoulGraph) -> None:
-        """Write a whole graph (for example a freshly seeded one) to this file."""
-        with self._locked():
+        """Replace the whole graph (for example with a freshly seeded one). Other processes
+        see a snapshot newer than anything they hold, and read it whole."""
+        with self._mutex, self._locked():
+            self._refuse_read_only()
+            last = self._last_seq_on_disk()
             self._graph, self._encoded = graph, {}
-            self._save(graph)
+            self._schema = self._schema if self._schema is not None else SCHEMA
+            self._seq = last + 1
+            self._compact(graph)
 
-    def _save(self, graph: SoulGraph) -> None:
-        for node_id in graph.dirty:
-            self._encoded[node_id] = encode_node(graph, node_id)
-        graph.dirty.clear()
-        graph.branch_dirty = False
-        missing = graph.nodes.keys() - self._encoded.keys()
-        for node_id in missing:  # first save after a load: encode everything once
-            self._encoded[node_id] = encode_node(graph, node_id)
-        exploration = [_node_record(node, graph.branch_parents.get(node_id, set())) for node_id, node in graph.branch.items()]
-        header = json.dumps({"format": FORMAT, "schema": SCHEMA, "next_id": graph.next_id, "saved_at": self.clock()})
-        text = "".join([
-            header[:-1],
-            ',\n"nodes": [\n',
-            ",\n".join(self._encoded[node_id] for node_id in graph.nodes),
-            '\n],\n"exploration": ',
-            json.dumps({"nodes": exploration}, ensure_ascii=False),
-            "}\n",
-        ])
-        self._write_atomically(text.encode("utf-8"))
+    def _last_seq_on_disk(self) -> int:
+        """The highest change number the files hold, as far as they can be read."""
+        last = 0
+        with contextlib.suppress(OSError):
+            header = snapshot.read_header(snapshot.head_of(self.path))
+            if header:
+                last = header[2]
+        with contextlib.suppress(OSError, JournalError):
+            data = self.journal_path.read_bytes()
+            found = journal.scan(data)
+            if found.records:
+                last = max(last, journal.parse_header(found.records[0], self.journal_path))
+                for record in found.records[1:]:
+                    if type(record.get("seq")) is int:
+                        last = max(last, record["seq"])
+        return max(last, self._seq)
 
-    def _write_atomically(self, data: bytes) -> None:
-        sweep_temp_files(self.path)  # we hold the lock: any temp file here is from a writer that died
-        write_atomically(self.path, data, mode=0o600)
-        st = os.stat(self.path)
-        self._signature = (st.st_ino, st.st_mtime_ns, st.st_size)
+
+def _read_all(fd: int, offset: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.pread(fd, max(_JOURNAL_READ, os.fstat(fd).st_size - offset), offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _strip_path(exc: Exception, path: Path) -> str:
+    text = str(exc)
+    prefix = f"{path}: "
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+

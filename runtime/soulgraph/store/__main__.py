@@ -1,0 +1,102 @@
+"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export PATH`.
+
+    check PATH             read soul.json and its journal without writing anything; print
+                           one JSON report (counts, the journal's records, the last good
+                           record, any torn tail); exit 0 when they agree, 1 when not
+    compact PATH           fold the journal into a fresh soul.json now (takes the write lock)
+    export PATH [--out F]  the whole graph, journal included, as one JSON document
+                           (soul.json's own format) on stdout or in F
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from soulgraph.store import snapshot
+from soulgraph.store.atomic import write_atomically
+from soulgraph.store.soulfile import SoulFile, SoulFileError
+
+
+def check(path: Path) -> dict[str, Any]:
+    soul = SoulFile(path)
+    report: dict[str, Any] = {"soul_file": str(soul.path), "ok": False}
+    if soul.path != soul.given_path:
+        report["symlink"] = str(soul.given_path)
+    try:
+        graph = soul.graph()
+    except SoulFileError as exc:
+        report["problem"] = str(exc)
+        return report
+    journal_exists = soul.journal_path.exists()
+    follows = journal_exists and soul._journal_base == soul._snapshot_seq
+    report.update({
+        "ok": True,
+        "schema": soul._schema,
+        "snapshot_seq": soul._snapshot_seq,
+        "snapshot_bytes": soul._snapshot_size,
+        "nodes": len(graph),
+        "edges": sum(len(kids) for kids in graph.children.values()),
+        "pinned": len(graph.pinned),
+        "hypotheses": len(graph.branch),
+        "journal": {
+            "path": str(soul.journal_path),
+            "exists": journal_exists,
+            "base_seq": soul._journal_base if journal_exists else None,
+            "records": soul.seq - soul._snapshot_seq if follows else 0,
+            "bytes": soul._journal_offset,
+            "torn_tail_bytes": soul.torn_tail_bytes,
+        },
+        "last_good_seq": soul.seq,
+    })
+    if journal_exists and not follows:
+        report["journal"]["note"] = "older than soul.json (an interrupted compaction): the next write replaces it"
+    if soul._schema is not None and soul._schema < snapshot.SCHEMA:
+        report["note"] = f"schema {soul._schema}: rewritten as schema {snapshot.SCHEMA} on the next write (a backup is kept)"
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m soulgraph.store", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("check", help="read and verify, write nothing").add_argument("path", type=Path)
+    commands.add_parser("compact", help="fold the journal into soul.json").add_argument("path", type=Path)
+    export = commands.add_parser("export", help="the whole graph as one JSON document")
+    export.add_argument("path", type=Path)
+    export.add_argument("--out", type=Path, help="write here (atomically, mode 0600) instead of stdout")
+    args = parser.parse_args(argv)
+
+    if args.command == "check":
+        report = check(args.path)
+        print(json.dumps(report, indent=2))
+        return 0 if report["ok"] else 1
+    soul = SoulFile(args.path)
+    try:
+        if args.command == "compact":
+            soul.compact()
+            print(json.dumps({"soul_file": str(soul.path), "ok": True, "seq": soul.seq,
+                              "snapshot_bytes": soul._snapshot_size, "warnings": soul.warnings}, indent=2))
+            return 0
+        graph = soul.graph()
+        data = snapshot.encode(graph, soul.seq, soul.clock(), {})
+    except SoulFileError as exc:
+        print(f"soulgraph.store: {exc}", file=sys.stderr)
+        return 1
+    if args.out:
+        try:
+            write_atomically(args.out.absolute(), data, mode=0o600)
+        except OSError as exc:
+            print(f"soulgraph.store: {args.out}: cannot be written ({exc.strerror or exc})", file=sys.stderr)
+            return 1
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

@@ -1,0 +1,120 @@
+"""soul.json itself: the whole graph as one self-contained JSON document.
+
+Schema 2 (written by this version)::
+
+    {"format": "soulgraph", "schema": 2, "seq": 41, "next_id": 42, "saved_at": 1.7e9,
+     "nodes": [{"id", "content", "tags", "created_at", "last_accessed",
+                "access_count", "pinned", "metadata", "parents": [ids]}, ...],
+     "exploration": {"nodes": [... the same ...]}}
+
+`seq` is the number of the last change the snapshot holds; the journal beside it
+(`journal.py`) holds the changes after it. Schema 1 is the same without `seq` (and
+without a journal); it is read as seq 0 and rewritten as schema 2 on the first write.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, Node, SoulGraph
+from soulgraph.engine.load import load_graph, parse_node_record
+
+FORMAT = "soulgraph"
+SCHEMA = 2
+READABLE_SCHEMAS = (1, 2)
+# The header as `encode` writes it, so a big file can be checked by its first bytes.
+_HEADER = re.compile(rb'^\{"format": "([^"]*)", "schema": (\d+)(?:, "seq": (\d+))?')
+
+
+class SnapshotError(ValueError):
+    """The snapshot cannot be read; the message says what is wrong (not which file)."""
+
+
+def encode(graph: SoulGraph, seq: int, saved_at: float, encoded_nodes: dict[str, str]) -> bytes:
+    """The snapshot's bytes. `encoded_nodes` caches each node's JSON between snapshots:
+    only the nodes changed since the last one (`graph.dirty`) are encoded again."""
+    for node_id in graph.dirty:
+        if node_id in graph.nodes:
+            encoded_nodes[node_id] = encode_node(graph, node_id)
+        else:
+            encoded_nodes.pop(node_id, None)
+    graph.dirty.clear()
+    graph.branch_dirty = False
+    if len(encoded_nodes) != len(graph.nodes):  # first snapshot after a load: encode the rest
+        for node_id in graph.nodes.keys() - encoded_nodes.keys():
+            encoded_nodes[node_id] = encode_node(graph, node_id)
+    header = json.dumps({"format": FORMAT, "schema": SCHEMA, "seq": seq, "next_id": graph.next_id, "saved_at": saved_at})
+    text = "".join([
+        header[:-1],
+        ',\n"nodes": [\n',
+        ",\n".join(encoded_nodes[node_id] for node_id in graph.nodes),
+        '\n],\n"exploration": ',
+        json.dumps({"nodes": graph.branch_records()}, ensure_ascii=False),
+        "}\n",
+    ])
+    return text.encode("utf-8")
+
+
+def encode_node(graph: SoulGraph, node_id: str) -> str:
+    return json.dumps(graph.record(node_id), ensure_ascii=False)
+
+
+def read_header(head: bytes) -> tuple[str, int, int] | None:
+    """(format, schema, seq) from a snapshot's first bytes, when it starts as ours does."""
+    match = _HEADER.match(head)
+    if not match:
+        return None
+    return match.group(1).decode("utf-8", "replace"), int(match.group(2)), int(match.group(3) or 0)
+
+
+def check_schema(schema: object) -> int:
+    if type(schema) is not int or schema < 1:
+        raise SnapshotError(f"unreadable schema {schema!r}")
+    if schema not in READABLE_SCHEMAS:
+        raise SnapshotError(f"schema {schema} is newer than this soulgraph understands ({SCHEMA}); upgrade soulgraph")
+    return schema
+
+
+def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEIGHT) -> tuple[SoulGraph, int, int]:
+    """(graph, schema, seq) from a snapshot's bytes, or SnapshotError naming the problem."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SnapshotError("not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise SnapshotError("not a soul graph: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise SnapshotError(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise SnapshotError(f"not a soul graph file (no \"format\": \"{FORMAT}\")")
+    schema = check_schema(data.get("schema"))
+    seq = data.get("seq", 0)
+    if type(seq) is not int or seq < 0:
+        raise SnapshotError(f"unreadable seq {seq!r}")
+    nodes = data.get("nodes")
+    if not isinstance(nodes, list):
+        raise SnapshotError(f"\"nodes\" is {type(nodes).__name__}, not a list")
+    try:
+        graph = _load_graph(nodes, data.get("next_id", 1), data.get("exploration"), clock, recency_weight)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SnapshotError(f"damaged soul graph ({exc})") from None
+    return graph, schema, seq
+
+
+def _load_graph(records: list[Any], next_id: Any, exploration: Any, clock: Clock, recency_weight: float) -> SoulGraph:
+    return load_graph(records, next_id=next_id, exploration=exploration, clock=clock, recency_weight=recency_weight)
+
+
+def parse_node(record: Any) -> Node:
+    """One node record, strictly checked (for journal replay)."""
+    return parse_node_record(record, f"node {record.get('id') if isinstance(record, dict) else record!r}")[0]
+
+
+def head_of(path: Path, size: int = 256) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(size)
