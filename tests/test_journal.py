@@ -344,3 +344,23 @@ def test_check_compact_export(tmp_path):
     soul.path.write_text("{broken")
     result = run_store("check", str(soul.path))
     assert result.returncode == 1 and "not valid JSON" in json.loads(result.stdout)["problem"]
+
+
+def test_a_compaction_after_a_fresh_load_reuses_unchanged_lines_exactly(tmp_path):
+    """The first compaction in a new process takes unchanged nodes' lines from the loaded
+    snapshot instead of encoding them again; the result must be what encoding gives."""
+    path = tmp_path / "soul.json"
+    graph = SoulGraph()
+    for i, node_id in enumerate(["n1", 'odd "id" \\ with ünïcode', "n3"]):
+        graph.add(f"memory {i} ✓", ["t"], node_id=node_id)
+    SoulFile(path).save(graph)
+    soul = SoulFile(path)
+    with soul.change() as changing:
+        changing.splay("n3")
+        changing.add("new one", parents=["n1"])
+    soul.compact()
+    document = json.loads(path.read_text())
+    expected = [fresh(path).record(node_id) for node_id in fresh(path).nodes]
+    assert document["nodes"] == expected
+    assert document["nodes"][1]["id"] == 'odd "id" \\ with ünïcode'
+    assert [n["access_count"] for n in document["nodes"] if n["id"] == "n3"] == [1]

@@ -478,6 +478,8 @@ class SoulFile:
     def _compact(self, graph: SoulGraph) -> None:
         """Write the whole graph as soul.json at the current seq, then an empty journal
         after it. Caller holds the lock."""
+        if len(self._encoded) < len(graph.nodes) - len(graph.dirty):
+            self._reuse_snapshot_lines(graph)
         data = snapshot.encode(graph, self._seq, self.clock(), self._encoded)
         try:
             if self._schema is not None and self._schema < SCHEMA:
@@ -504,6 +506,20 @@ class SoulFile:
         self._journal_fd, self._journal_writable = fd, True
         self._journal_sig, self._journal_base = (st.st_dev, st.st_ino), self._seq
         self._journal_offset, self.torn_tail_bytes = st.st_size, 0
+
+    def _reuse_snapshot_lines(self, graph: SoulGraph) -> None:
+        """Take unchanged nodes' lines from the snapshot we loaded instead of encoding them."""
+        try:
+            with open(self.path, "rb") as handle:
+                if _signature(os.fstat(handle.fileno())) != self._snapshot_sig:
+                    return  # not the snapshot we loaded
+                raw = handle.read()
+        except OSError:
+            return
+        dirty = graph.dirty
+        for node_id, line in snapshot.node_lines(raw).items():
+            if node_id in graph.nodes and node_id not in dirty:
+                self._encoded.setdefault(node_id, line)
 
     def _back_up_old_schema(self) -> None:
         backup = self.path.with_name(f"{self.path.name}.bak-schema{self._schema}")
