@@ -1,0 +1,210 @@
+"""soul.json under stress: writers killed with SIGKILL, and two servers sharing one file.
+
+    .venv/bin/python bench/bench_store.py crash [--kills 1000] [--nodes 10000]
+    .venv/bin/python bench/bench_store.py share [--ops 2000] [--nodes 10000] [--modes sequential,concurrent]
+
+crash: a writer child is forked, writes linked memories (some also linking, pinning or
+splaying an older node) and is killed with SIGKILL at a random moment, over and over on the
+same file; after each kill the file is loaded fresh and held against every acknowledged
+write (tests/crash_harness.py). Journal settings make compaction frequent, and a quarter
+of the writers compact on every write, so kills land mid-compaction too.
+
+share: two MCP servers (`python -m soulgraph.mcp`, driven by the SDK's stdio client) on one
+file (tests/share_harness.py), 70% writes, in two modes:
+- sequential: one call at a time, alternating between the servers, each write checked at
+  once by a read on the other server: the latency of one pipeline;
+- concurrent: two driver coroutines at once, one per server, each as fast as its server
+  answers, writing its own nodes and reading both drivers' nodes; every read must show
+  each write the other driver had acknowledged before the read was sent: what two servers
+  sustain together.
+Baselines, in the same invocation: each mode against one server alone (the concurrent one
+with both drivers on that one server), so the table shows what sharing costs.
+
+Everything runs against local processes, and every wait has a timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.crash_harness import (CrashConfig, CrashReport, check_command_available,  # noqa: E402
+                                 journal_supported, run_crash)
+from tests.share_harness import ShareConfig, ShareReport, prepare_and_share  # noqa: E402
+
+
+def store_line() -> str:
+    journal = "append-only journal" if journal_supported() else "whole-file rewrite per change (journal options ignored)"
+    check = "available" if check_command_available() else "not available"
+    return f"python {sys.version.split()[0]}, store: {journal}; `python -m soulgraph.store check`: {check}"
+
+
+def print_problems(problems: list[str]) -> None:
+    for problem in problems[:20]:
+        print(f"  ! {problem}")
+
+
+# ---------------------------------------------------------------------------- crash
+def crash(args: argparse.Namespace) -> int:
+    config = CrashConfig(nodes=args.nodes, kills=args.kills, seed=args.seed, journal_share=args.journal_share,
+                         journal_min_bytes=args.journal_min_bytes, compact_every_write=args.compact_every_write,
+                         writes_per_kill=args.writes_per_kill, check_every=args.check_every)
+    print(store_line())
+    print(f"{config.nodes} prepared nodes; journal_share {config.journal_share}, journal_min_bytes "
+          f"{config.journal_min_bytes}; {config.compact_every_write:.0%} of writers compact every write; "
+          f"~{config.writes_per_kill:g} writes per kill; check every {config.check_every or 'never'}\n")
+    started = time.monotonic()
+    last_print = [started]
+
+    def progress(report: CrashReport) -> None:
+        if args.progress and time.monotonic() - last_print[0] > args.progress:
+            last_print[0] = time.monotonic()
+            print(f"  ... {report.kills} kills, {report.writes} writes, lost {report.lost}, "
+                  f"half-applied {report.half_applied}, {report.seconds:.0f} s", flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="soulbench-crash-") as work:
+        report = run_crash(Path(work) / "soul.json", config, progress)
+    header = (f"{'nodes':>6} | {'kills':>5} | {'writes':>6} {'unacked':>7} | {'lost':>4} {'half':>4} {'unread':>6} | "
+              f"{'compactions':>11} {'mid':>4} {'after':>5} | {'checks':>6} {'failed':>6} {'torn':>4} | "
+              f"{'seconds':>7} {'s/kill':>6}")
+    print(header)
+    print("-" * len(header))
+    print(f"{report.nodes:>6} | {report.kills:>5} | {report.writes:>6} {report.landed_unacked:>7} | "
+          f"{report.lost:>4} {report.half_applied:>4} {report.unreadable:>6} | "
+          f"{report.compactions:>11} {report.kills_mid_compaction:>4} {report.kills_after_compaction:>5} | "
+          f"{report.checks:>6} {report.check_failures:>6} {report.torn_tails:>4} | "
+          f"{report.seconds:>7.1f} {report.seconds / max(1, report.kills + report.child_errors):>6.2f}")
+    print("\nwrites: acknowledged; unacked: durable but killed before the ack (allowed, at most one per kill);"
+          "\nlost / half: acknowledged facts missing / the write in flight partly there; unread: loads that failed;"
+          "\ncompactions: soul.json replaced (inode changed); mid: kills that left a rewrite's temp file;"
+          "\nafter: kills of a writer that had replaced soul.json; torn: checks reporting a torn journal tail.")
+    print_problems(report.problems)
+    return 0 if report.ok else 1
+
+
+# ---------------------------------------------------------------------------- share
+SHARE_ROWS = (  # label, servers, concurrent
+    ("one server, sequential", 1, False),
+    ("two servers, sequential", 2, False),
+    ("one server, concurrent", 1, True),
+    ("two servers, concurrent", 2, True),
+)
+REQUIRED_WRITES_PER_SECOND = 200.0  # two servers, concurrent
+
+
+def load_line() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def share_row(label: str, report: ShareReport, base: ShareReport | None) -> str:
+    ratio = f"{report.ops_per_second / base.ops_per_second:.2f}" if base and base.ops_per_second else "1.00"
+    return (f"{label:<23} | {report.servers:>7} | {report.ops:>5} {report.writes:>6} {report.reads:>5} "
+            f"{report.checks:>6} | {report.seconds:>7.1f} | {report.ops_per_second:>6.1f} {report.writes_per_second:>8.1f} "
+            f"{ratio:>7} {report.calls_per_second:>7.1f} | {report.stale:>5} {report.wrong:>5} {report.lost:>4} "
+            f"{report.errors:>6}")
+
+
+def share(args: argparse.Namespace) -> int:
+    modes = {mode.strip() for mode in args.modes.split(",") if mode.strip()}
+    unknown = modes - {"sequential", "concurrent"}
+    if unknown or not modes:
+        print(f"--modes: sequential and/or concurrent, not {sorted(unknown) or 'nothing'}", file=sys.stderr)
+        return 2
+    print(store_line())
+    print(f"{args.nodes} prepared nodes; up to {args.ops} operations or {args.seconds:g} s per row, "
+          f"{args.write_share:.0%} writes; {load_line()} before\n")
+    header = (f"{'mode':<23} | {'servers':>7} | {'ops':>5} {'writes':>6} {'reads':>5} {'checks':>6} | "
+              f"{'seconds':>7} | {'ops/s':>6} {'writes/s':>8} {'x alone':>7} {'calls/s':>7} | "
+              f"{'stale':>5} {'wrong':>5} {'lost':>4} {'errors':>6}")
+    print(header)
+    print("-" * len(header), flush=True)
+    reports: list[tuple[str, ShareReport]] = []
+    bases: dict[bool, ShareReport] = {}
+    for label, servers, concurrent in SHARE_ROWS:
+        if ("concurrent" if concurrent else "sequential") not in modes:
+            continue
+        config = ShareConfig(servers=servers, concurrent=concurrent, ops=args.ops, seconds=args.seconds,
+                             write_share=args.write_share, seed=args.seed, call_timeout=args.call_timeout,
+                             follow_share=args.follow_share)
+        with tempfile.TemporaryDirectory(prefix=f"soulbench-share-{servers}-{'c' if concurrent else 's'}-") as work:
+            report = prepare_and_share(Path(work) / "soul.json", args.nodes, config)
+        base = bases.setdefault(concurrent, report)
+        reports.append((label, report))
+        print(share_row(label, report, base), flush=True)
+    print(f"\n{load_line()} after")
+    print("\nops: workload calls (writes + reads), all drivers together; ops/s and writes/s count them over the"
+          "\nrow's wall time; x alone: ops/s against the same mode on one server alone; calls/s: every call."
+          "\nchecks, sequential: the extra read after each write, on the other server (counted in calls/s only);"
+          "\nchecks, concurrent: reads of a node the other driver wrote, held against what it had acknowledged"
+          "\nbefore the read was sent (soul_summary reads count too: their counts cover both drivers). With two"
+          "\nservers, a check of a write acknowledged after the reader's previous answer is one its server could"
+          "\nonly learn from the journal while answering that very read; --follow-share of the node reads wait"
+          "\nfor the other driver's write in flight to make such checks (the waiting costs a little ops/s)."
+          "\nstale: a read that did not show an acknowledged write; wrong: a read showing a state nobody had"
+          "\nwritten by then; lost: nodes (or counts) not as written at the end, on either server or in a fresh"
+          "\nload of the file.")
+    for label, report in reports:
+        if report.concurrent:
+            print(f"{label}: {report.checks} checks; {report.fresh} of a write acknowledged after the reader's "
+                  f"previous answer; {report.racing} sent while a write to the same node was in flight; "
+                  f"at most {report.most_in_flight} calls in flight at once")
+    print(f"\nCPU while timed, in cores ({os.cpu_count()} here): driver / servers / other processes on the machine")
+    for label, report in reports:
+        if report.seconds:
+            print(f"  {label:<23} {report.driver_cpu / report.seconds:5.2f} / {report.servers_cpu / report.seconds:5.2f}"
+                  f" / {report.others_cpu / report.seconds:5.2f}")
+    two = next((r for label, r in reports if r.concurrent and r.servers == 2), None)
+    if two is not None:
+        met = two.writes_per_second >= REQUIRED_WRITES_PER_SECOND and two.ok
+        print(f"requirement (two servers, concurrent: >= {REQUIRED_WRITES_PER_SECOND:g} mixed writes/s together, "
+              f"0 lost, 0 stale): {two.writes_per_second:.1f} writes/s, lost {two.lost}, stale {two.stale} -> "
+              f"{'met' if met else 'NOT met'}")
+    for label, report in reports:
+        if report.problems:
+            print(f"{label}:")
+            print_problems(report.problems)
+    return 0 if all(r.ok for _, r in reports) else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    c = commands.add_parser("crash", help="kill -9 a writer again and again; count lost and half-applied writes")
+    c.add_argument("--kills", type=int, default=1000)
+    c.add_argument("--nodes", type=int, default=10000)
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--journal-share", type=float, default=0.002,
+                   help="compact when the journal passes this share of soul.json (small: compact often)")
+    c.add_argument("--journal-min-bytes", type=int, default=0)
+    c.add_argument("--compact-every-write", type=float, default=0.25,
+                   help="share of writers run with journal_share=0, journal_min_bytes=0")
+    c.add_argument("--writes-per-kill", type=float, default=6.0, help="mean acknowledged writes before a kill")
+    c.add_argument("--check-every", type=int, default=10,
+                   help="run `python -m soulgraph.store check` after every n-th kill (0: never)")
+    c.add_argument("--progress", type=float, default=30.0, help="print progress every so many seconds (0: never)")
+    s = commands.add_parser("share", help="two MCP servers on one file, against one server alone")
+    s.add_argument("--ops", type=int, default=2000, help="workload calls per row (all drivers together)")
+    s.add_argument("--seconds", type=float, default=600.0, help="stop a row after this long even if --ops is not done")
+    s.add_argument("--nodes", type=int, default=10000)
+    s.add_argument("--write-share", type=float, default=0.7)
+    s.add_argument("--seed", type=int, default=5)
+    s.add_argument("--call-timeout", type=float, default=60.0, help="a tool call slower than this fails the run")
+    s.add_argument("--follow-share", type=float, default=0.5,
+                   help="concurrent: share of node reads that wait for the other driver's write in flight, "
+                        "then read its node at once")
+    s.add_argument("--modes", default="sequential,concurrent",
+                   help="which rows: sequential (one call at a time), concurrent (two drivers at once), or both")
+    args = parser.parse_args()
+    return crash(args) if args.command == "crash" else share(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
