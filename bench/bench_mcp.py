@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -137,7 +138,10 @@ def main() -> None:
             engine_r.append(time.perf_counter() - t1)
             engine_q.append(t1 - t0)
 
-        params = StdioServerParameters(command=sys.executable, args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file)])
+        # The caller's environment, so PYTHONPATH can point the server at another checkout
+        # (the SDK passes a stdio server only a few variables by default).
+        params = StdioServerParameters(command=sys.executable, args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file)],
+                                       env=dict(os.environ))
         start, first_answer = median_startup(params, ("soul_summary", {}))
         calls = asyncio.run(measure_server(params, {
             "soul_query": [{"query": q} for q in questions[: args.calls]],
