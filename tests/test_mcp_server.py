@@ -8,6 +8,7 @@ import pytest
 
 from tests.mcp_session import with_server
 from soulgraph.server import TOOL_NAMES
+from soulgraph.store import SCHEMA
 
 READ_TOOLS = {"soul_prime", "soul_related", "soul_query", "soul_hot", "soul_discover", "soul_by_tag", "soul_summary"}
 
@@ -190,7 +191,7 @@ def test_a_large_file_with_a_damaged_body_is_reported_by_every_call_and_kept(tmp
 
 def test_a_large_file_of_a_newer_schema_stops_the_server_at_once(tmp_path):
     soul_file = big_soul_file(tmp_path / "soul.json", 5000)
-    data = soul_file.read_bytes().replace(b'"schema": 2,', b'"schema": 7,', 1)
+    data = soul_file.read_bytes().replace(f'"schema": {SCHEMA},'.encode(), b'"schema": 7,', 1)
     soul_file.write_bytes(data)
     proc = subprocess.run([sys.executable, "-m", "soulgraph.mcp", "--soul-file", str(soul_file)],
                           input="", capture_output=True, text=True, timeout=60)

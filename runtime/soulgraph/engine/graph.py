@@ -21,12 +21,13 @@ import itertools
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Container, Iterable, Iterator
 
 from soulgraph.engine.bitsets import RecencyTiers, has_slot
 from soulgraph.engine.index import InvertedIndex, words
 from soulgraph.engine.splay import SplayTree
+from soulgraph.memory import record
 
 DAY = 86400.0
 Clock = Callable[[], float]
@@ -73,6 +74,22 @@ class Node:
     access_count: int = 0
     pinned: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The memory record (memory/record.py has the meanings and the allowed values). A field
+    # equal to its default is left out of the file (`to_dict`), so old records read as-is.
+    kind: str = record.DEFAULT_KIND
+    source: str = ""
+    source_ref: str | None = None
+    writer: str | None = None
+    first_seen_at: float | None = None  # None: created_at
+    last_confirmed_at: float | None = None  # None: created_at
+    confidence: float = record.DEFAULT_CONFIDENCE
+    importance: float = record.DEFAULT_IMPORTANCE
+    strength: float = record.DEFAULT_STRENGTH
+    status: str = record.DEFAULT_STATUS
+    superseded_by: str | None = None
+    valid_from: float | None = None
+    valid_to: float | None = None
+    privacy: str = record.DEFAULT_PRIVACY
 
     @property
     def recency_key(self) -> float:
@@ -82,7 +99,7 @@ class Node:
         return (self.access_count + 1) * math.exp(-(now - self.last_accessed) / DAY)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "id": self.id,
             "content": self.content,
             "tags": list(self.tags),
@@ -92,10 +109,15 @@ class Node:
             "pinned": self.pinned,
             "metadata": dict(self.metadata),
         }
+        for name, default in MEMORY_DEFAULTS:
+            value = getattr(self, name)
+            if value != default and value is not default:
+                data[name] = value
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Node":
-        return cls(
+        node = cls(
             id=str(data["id"]),
             content=str(data["content"]),
             tags=[str(t) for t in data.get("tags", [])],
@@ -105,6 +127,24 @@ class Node:
             pinned=bool(data.get("pinned", False)),
             metadata=dict(data.get("metadata", {})),
         )
+        for name, _default in MEMORY_DEFAULTS:
+            if name in data:
+                setattr(node, name, data[name])
+        return node
+
+    @property
+    def seen_at(self) -> float:
+        return self.created_at if self.first_seen_at is None else self.first_seen_at
+
+    @property
+    def confirmed_at(self) -> float:
+        return self.created_at if self.last_confirmed_at is None else self.last_confirmed_at
+
+
+# The memory fields and their defaults, in Node's order: what `to_dict` leaves out when equal.
+MEMORY_DEFAULTS: tuple[tuple[str, Any], ...] = tuple(
+    (f.name, f.default) for f in fields(Node)[8:]
+)
 
 
 @dataclass(slots=True, frozen=True)
@@ -174,8 +214,27 @@ class SoulGraph:
         metadata: dict[str, Any] | None = None,
         node_id: str | None = None,
         created_at: float | None = None,
+        kind: str | None = None,
+        source: str = "",
+        source_ref: str | None = None,
+        writer: str | None = None,
+        confidence: float = record.DEFAULT_CONFIDENCE,
+        importance: float = record.DEFAULT_IMPORTANCE,
+        privacy: str = record.DEFAULT_PRIVACY,
+        valid_from: float | None = None,
+        valid_to: float | None = None,
     ) -> Node:
-        """Add a node, optionally built on `parents` (which must exist)."""
+        """Add a node, optionally built on `parents` (which must exist). The memory fields
+        (memory/record.py) are checked: `kind` defaults to axiom for a pin, else note."""
+        memory = {"kind": kind or ("axiom" if pinned else record.DEFAULT_KIND), "source": source,
+                  "source_ref": source_ref, "writer": writer, "confidence": confidence,
+                  "importance": importance, "privacy": privacy, "valid_from": valid_from, "valid_to": valid_to}
+        try:
+            memory = {name: record.checked(name, value) for name, value in memory.items()}
+        except ValueError as exc:
+            raise SoulGraphError(str(exc).removeprefix("memory: ")) from None
+        if valid_from is not None and valid_to is not None and valid_to < valid_from:
+            raise SoulGraphError(f"valid_to ({valid_to}) is before valid_from ({valid_from})")
         content = content.strip() if isinstance(content, str) else content
         if not isinstance(content, str) or not content:
             raise SoulGraphError("content must be a non-empty string")
@@ -195,6 +254,7 @@ class SoulGraph:
             last_accessed=now,
             pinned=pinned,
             metadata=dict(metadata or {}),
+            **memory,
         )
         self._insert(node)
         for parent in parents:

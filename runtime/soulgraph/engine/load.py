@@ -33,14 +33,23 @@ from itertools import chain, compress, repeat
 from operator import add, itemgetter, lt, truediv
 from typing import Any, Iterator, Mapping
 
-from soulgraph.engine.graph import DAY, DEFAULT_RECENCY_WEIGHT, Clock, Node, SoulGraph
+from soulgraph.engine.graph import DAY, DEFAULT_RECENCY_WEIGHT, MEMORY_DEFAULTS, Clock, Node, SoulGraph
 from soulgraph.engine.index import InvertedIndex
 from soulgraph.engine.splay import SplayTree
+from soulgraph.memory import record as memory_record
 
 # The columns are passed to Node positionally (`map(Node, ...)`): refuse to run against a
 # Node whose fields moved, rather than build nodes with swapped fields.
 _NODE_FIELDS = ("id", "content", "tags", "created_at", "last_accessed", "access_count", "pinned", "metadata")
-assert tuple(f.name for f in dataclasses.fields(Node)) == _NODE_FIELDS, "Node's fields changed: update load.py"
+assert tuple(f.name for f in dataclasses.fields(Node))[:len(_NODE_FIELDS)] == _NODE_FIELDS, \
+    "Node's fields changed: update load.py"
+
+# The memory record's fields (each optional in a record: absent means its default).
+_MEMORY_RULES = memory_record.FIELD_RULES
+_TEXT, _OPTIONAL_TEXT, _SECONDS, _SHARE, _STRENGTH = (memory_record.TEXT, memory_record.OPTIONAL_TEXT,
+                                                      memory_record.SECONDS, memory_record.SHARE, memory_record.STRENGTH)
+assert tuple(_MEMORY_RULES) == tuple(name for name, _ in MEMORY_DEFAULTS), "the memory fields changed: update load.py"
+_MISSING = object()
 
 _RECORD_FIELDS = (*_NODE_FIELDS, "parents")
 # access_count goes through log1p and float arithmetic; far beyond any real count, and
@@ -109,6 +118,10 @@ def parse_node_record(record: object, where: str) -> tuple[Node, list[str]]:
         raise ValueError(f"{where}: metadata must be an object, got {_kind(metadata)}")
     parents = _strings(record, "parents", where)
     node = Node(node_id, content, tags, created_at, last_accessed, access_count, pinned, dict(metadata))
+    for name in _MEMORY_RULES:
+        value = record.get(name, _MISSING)
+        if value is not _MISSING:
+            setattr(node, name, memory_record.checked(name, value, where))
     return node, parents
 
 
@@ -122,11 +135,12 @@ def _where(position: int, record: object, kind: str = "node") -> str:
 class _Columns:
     """The records' fields as parallel lists (the node's values: copies, floats for times)."""
 
-    __slots__ = _RECORD_FIELDS
+    __slots__ = (*_RECORD_FIELDS, "memory")
 
     def __init__(self, *columns: list[Any]) -> None:
         for name, column in zip(_RECORD_FIELDS, columns):
             setattr(self, name, column)
+        self.memory: dict[str, list[Any]] = {}  # memory field -> column, for the fields any record has
 
 
 def _types(column: Any) -> set[type]:
@@ -174,8 +188,45 @@ def _clean_columns(records: list[Any]) -> _Columns | None:
     created, accessed = _finite_times(created, kinds[3]), _finite_times(accessed, kinds[4])
     if created is None or accessed is None:
         return None
-    return _Columns(_compact(ids), list(contents), list(map(list, tags)), created, accessed, list(counts),
-                    list(pins), list(map(dict, metas)), list(parents))
+    memory = _memory_columns(records)
+    if memory is None:
+        return None
+    columns = _Columns(_compact(ids), list(contents), list(map(list, tags)), created, accessed, list(counts),
+                       list(pins), list(map(dict, metas)), list(parents))
+    columns.memory = memory
+    return columns
+
+
+def _memory_columns(records: list[dict[str, Any]]) -> dict[str, list[Any]] | None:
+    """The memory fields present in any record, as columns (absent entries: _MISSING);
+    None when a value is not allowed (the record-by-record path then says which)."""
+    columns: dict[str, list[Any]] = {}
+    for name, rule in _MEMORY_RULES.items():
+        column = list(map(dict.get, records, repeat(name), repeat(_MISSING)))
+        present = set(map(type, column)) - {object}
+        if not present:
+            continue
+        shape, allowed = rule
+        values = [value for value in column if value is not _MISSING]
+        if shape in (_TEXT, _OPTIONAL_TEXT):
+            if not present <= ({str, type(None)} if shape == _OPTIONAL_TEXT else {str}):
+                return None
+            if allowed is not None and not set(values) <= set(allowed):
+                return None
+        else:
+            numbers = [value for value in values if value is not None]
+            if not present <= ({float, int, type(None)} if shape == _SECONDS else {float, int}):
+                return None
+            if numbers and not math.isfinite(sum(numbers)):
+                return None
+            if shape == _SHARE and numbers and not (min(numbers) >= 0.0 and max(numbers) <= 1.0):
+                return None
+            if shape == _STRENGTH and numbers and min(numbers) < 0.0:
+                return None
+            if int in present:
+                column = [float(value) if type(value) is int else value for value in column]
+        columns[name] = column
+    return columns
 
 
 def _compact(ids: tuple[str, ...]) -> list[str]:
@@ -195,7 +246,9 @@ def _checked_columns(records: list[Any]) -> _Columns:
         node, node_parents = parse_node_record(record, _where(position, record))
         nodes.append(node)
         parents.append(node_parents)
-    return _Columns(*([getattr(node, name) for node in nodes] for name in _NODE_FIELDS), parents)
+    columns = _Columns(*([getattr(node, name) for node in nodes] for name in _NODE_FIELDS), parents)
+    columns.memory = {name: [getattr(node, name) for node in nodes] for name, _default in MEMORY_DEFAULTS}
+    return columns
 
 
 # ----------------------------------------------------------------- the graph
@@ -254,6 +307,10 @@ def _fill(graph: SoulGraph, c: _Columns) -> None:
                               c.access_count, c.pinned, c.metadata)))
     if len(nodes) != n:
         _raise_duplicate(ids)
+    for name, column in c.memory.items():
+        for node, value in zip(nodes.values(), column):
+            if value is not _MISSING:
+                setattr(node, name, value)
 
     # The word index first: its slots are the nodes' positions in the file, used below.
     index = InvertedIndex()

@@ -1,15 +1,18 @@
 """soul.json itself: the whole graph as one self-contained JSON document.
 
-Schema 2 (written by this version)::
+Schema 3 (written by this version)::
 
     {"format": "soulgraph", "schema": 2, "seq": 41, "next_id": 42, "saved_at": 1.7e9,
      "nodes": [{"id", "content", "tags", "created_at", "last_accessed",
-                "access_count", "pinned", "metadata", "parents": [ids]}, ...],
+                "access_count", "pinned", "metadata", "parents": [ids],
+                the memory record's fields that differ from their defaults:
+                "kind", "source", "confidence", "status", … (memory/record.py)}, ...],
      "exploration": {"nodes": [... the same ...]}}
 
 `seq` is the number of the last change the snapshot holds; the journal beside it
-(`journal.py`) holds the changes after it. Schema 1 is the same without `seq` (and
-without a journal); it is read as seq 0 and rewritten as schema 2 on the first write.
+(`journal.py`) holds the changes after it. Schema 2 is the same without the memory fields;
+schema 1 also without `seq` (and without a journal), read as seq 0. Both are read, and
+rewritten as schema 3 on the first write (after a backup, `soul.json.bak-schema<N>`).
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, Node, SoulGrap
 from soulgraph.engine.load import load_graph, parse_node_record
 
 FORMAT = "soulgraph"
-SCHEMA = 2
-READABLE_SCHEMAS = (1, 2)
+SCHEMA = 3
+READABLE_SCHEMAS = (1, 2, 3)
 # The header as `encode` writes it, so a big file can be checked by its first bytes.
 _HEADER = re.compile(rb'^\{"format": "([^"]*)", "schema": (\d+)(?:, "seq": (\d+))?')
 _NODES_START = ',\n"nodes": [\n'

@@ -522,9 +522,12 @@ class SoulFile:
                 self._encoded.setdefault(node_id, line)
 
     def _back_up_old_schema(self) -> None:
-        backup = self.path.with_name(f"{self.path.name}.bak-schema{self._schema}")
-        if not backup.exists():
-            shutil.copy2(self.path, backup)
+        """Before the first rewrite in a new schema: soul.json and its journal as they were,
+        for a runtime that reads only the old schema."""
+        for path in (self.path, self.journal_path):
+            backup = path.with_name(f"{path.name}.bak-schema{self._schema}")
+            if path.exists() and not backup.exists():
+                shutil.copy2(path, backup)
 
     def compact(self) -> None:
         """Fold the journal into soul.json now (the operator's `compact`)."""
