@@ -77,7 +77,12 @@ class SoulFile:
 
     def __init__(self, path: str | os.PathLike[str], clock: Clock = time.time,
                  recency_weight: float = DEFAULT_RECENCY_WEIGHT, *, journal_share: float = 0.25,
-                 journal_min_bytes: int = 1 << 20, lock_timeout: float = 30.0):
+                 journal_min_bytes: int = 1 << 20, lock_timeout: float = 30.0, freeze: bool = False):
+        """`freeze`: for a process that serves this one graph for its whole life (the MCP
+        server). After each full read the process's objects are frozen out of the garbage
+        collector's sight (`gc.freeze`), so no collection walks a big graph during a tool
+        call. Freezing is process-wide and a frozen graph is never freed, so a process that
+        opens many soul files (tests, tools, harnesses) must leave it off."""
         self.given_path = Path(path).expanduser().absolute()
         # A symlink is followed: its target is the file read and replaced, the link stays.
         self.path = Path(os.path.realpath(self.given_path)) if self.given_path.is_symlink() else self.given_path
@@ -88,6 +93,7 @@ class SoulFile:
         self.journal_share = journal_share
         self.journal_min_bytes = journal_min_bytes
         self.lock_timeout = lock_timeout
+        self.freeze = freeze
         self._graph: SoulGraph | None = None
         self._mutex = threading.RLock()  # a background preload and a tool call may both read
         self._preloading: threading.Thread | None = None
@@ -141,16 +147,17 @@ class SoulFile:
         if self.given_path.is_symlink() and not os.path.exists(self.path):
             raise SoulFileError(self.given_path, f"is a symlink to {self.path}, which does not exist; not read")
         self._close_journal()
-        if self._graph is not None:
+        if self._graph is not None and self.freeze:
             # The old graph was frozen out of the collector's sight (below); a graph is a
             # reference cycle, so without this a re-read would keep it in memory for good.
             self._graph = None
             gc.unfreeze()
         with paused_gc():  # a load makes ~10 objects per node, none garbage: no collections meanwhile
             self._load_paused()
-            # A big graph is hundreds of thousands of long-lived objects: frozen, no later
-            # collection walks them, so a tool call never pays tens of milliseconds for one.
-            gc.freeze()
+            if self.freeze:
+                # A big graph is hundreds of thousands of long-lived objects: frozen, no later
+                # collection walks them, so a tool call never pays tens of milliseconds for one.
+                gc.freeze()
 
     def _load_paused(self) -> None:
         try:
