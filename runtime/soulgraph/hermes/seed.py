@@ -27,6 +27,7 @@ from typing import Any
 from soulgraph.engine.graph import Clock, CycleError, SoulGraph
 from soulgraph.hermes.home import HermesHomeError, read_text_leniently, resolve_home
 from soulgraph.hermes.markdown_entries import normalise, parse_blocks
+from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError
 
 AXIOM_TAG = "axiom"
@@ -86,7 +87,7 @@ def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Sour
               text: str, warnings: list[str]) -> None:
     blocks = parse_blocks(text)
     keys: list[tuple[str, ...]] = []
-    ids: list[str] = []
+    ids: list[str | None] = []  # None: a block the scanner refused
     for block in blocks:
         content = normalise(block.content) if block.kind == "section" else block.content.strip()
         parent_key = keys[block.parent] if block.parent is not None else ()
@@ -102,10 +103,17 @@ def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Sour
         tags = [source.tag] + ([AXIOM_TAG] if pin else []) + ([SECTION_TAG] if block.kind == "section" else [])
         node_id = by_key.get(key)
         if node_id is None:
-            node = graph.add(content, tags, pinned=pin, metadata={
-                "kind": block.kind, "source": source.relpath, "line": block.line,
-                "sources": [where], "seeded_from": "hermes",
-            })
+            try:  # the one way in: scanned (secrets refused, injection marked) and stamped
+                written = remember(graph, content, tags, writer="seed", pinned=pin,
+                                   source=f"seed:{source.relpath}:{block.line}", where=f"{source.relpath}:{block.line}",
+                                   metadata={"kind": block.kind, "source": source.relpath, "line": block.line,
+                                             "sources": [where], "seeded_from": "hermes"})
+            except RefusedMemory as exc:
+                warnings.append(f"{exc}; this entry was not seeded")
+                ids.append(None)
+                continue
+            warnings.extend(written.warnings)
+            node = written.node
             node_id = by_key[key] = node.id
         else:
             node = graph.get(node_id)
@@ -115,7 +123,7 @@ def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Sour
             if pin and not node.pinned:
                 graph.pin(node_id)
         ids.append(node_id)
-        if block.parent is not None and ids[block.parent] != node_id:
+        if block.parent is not None and ids[block.parent] is not None and ids[block.parent] != node_id:
             try:
                 graph.link(ids[block.parent], node_id)
             except CycleError:

@@ -17,7 +17,7 @@ import asyncio
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, Callable, TypeVar
+from typing import Annotated, Any, Callable, Literal, TypeVar
 
 from pydantic import Field
 
@@ -27,6 +27,8 @@ from mcp.types import ToolAnnotations
 
 from soulgraph import __version__
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
+from soulgraph.memory import record
+from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 
 TOOL_NAMES = (
@@ -43,6 +45,9 @@ Tags = Annotated[list[Tag], Field(max_length=32, description="Tags such as 'less
 Parents = Annotated[list[NodeId], Field(max_length=32, description="Ids of existing nodes this one was built on.")]
 Limit = Annotated[int, Field(ge=1, le=100, description="How many nodes to return at most.")]
 Depth = Annotated[int, Field(ge=1, le=6, description="How many edges to follow.")]
+Kind = Annotated[Literal[record.KINDS], Field(description="What sort of memory it is (default: note; axiom when pinned).")]
+Source = Annotated[str, Field(max_length=500, description="Where it came from, e.g. 'user said', a URL, a file (default: this tool).")]
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -91,6 +96,8 @@ class SoulTools:
             "parents": sorted(graph.parents.get(node.id, ())),
             "children": sorted(graph.children.get(node.id, ())),
         }
+        if node.kind != record.DEFAULT_KIND:
+            view["kind"] = node.kind
         if node.metadata:
             view["metadata"] = node.metadata
         view.update(extra)
@@ -200,11 +207,19 @@ def build_server(soul: SoulFile, *, preload: bool = False) -> MCPServer:
         return {"tag": tag, "total": len(nodes), "results": [tools.brief(n) for n in nodes[:limit]]}
 
     @server.tool(annotations=WRITE)
-    async def soul_add(content: Content, tags: Tags = [], parents: Parents = [], pinned: bool = False) -> dict[str, Any]:  # noqa: B006 - the SDK copies defaults
+    async def soul_add(content: Content, tags: Tags = [], parents: Parents = [], pinned: bool = False,  # noqa: B006 - the SDK copies defaults
+                       kind: Kind | None = None, source: Source = "",
+                       confidence: Annotated[Share, Field(description="How sure you are, 0 to 1 (default 0.7).")] = record.DEFAULT_CONFIDENCE,
+                       importance: Annotated[Share, Field(description="How much it matters, 0 to 1 (default 0.5).")] = record.DEFAULT_IMPORTANCE,
+                       ) -> dict[str, Any]:
         """Record a new memory, decision or belief. Name the nodes it was built on in
-        `parents` (or link them later with soul_link). Returns the new node and its id."""
-        node = tools.change(lambda graph: graph.add(content, tags, parents=parents, pinned=pinned))
-        return tools.view(node)
+        `parents` (or link them later with soul_link). Returns the new node and its id.
+        Text holding a secret (a key, a token, a password) is refused: store where the
+        secret lives instead."""
+        written = tools.change(lambda graph: remember(
+            graph, content, tags, writer="tool:soul_add", parents=parents, pinned=pinned, kind=kind,
+            source=source, confidence=confidence, importance=importance, where="soul_add"))
+        return tools.view(written.node, **({"warnings": written.warnings} if written.warnings else {}))
 
     @server.tool(annotations=IDEMPOTENT_WRITE)
     async def soul_link(parent_id: NodeId, child_id: NodeId) -> dict[str, Any]:
@@ -232,12 +247,16 @@ def build_server(soul: SoulFile, *, preload: bool = False) -> MCPServer:
         """Try out a hypothesis without changing the graph: it goes into the exploration
         branch, built on `parents`. Returns it with the memories it relates to. Use
         soul_promote to accept it."""
-        node = tools.change(lambda graph: graph.explore(content, tags, parents=parents))
+        written = tools.change(lambda graph: explore_memory(graph, content, tags, parents=parents, where="soul_explore"))
+        node = written.node
         graph = soul.loaded
         related = graph.related(content, 5)
-        return {"hypothesis": {"id": node.id, "content": node.content, "tags": node.tags,
-                               "parents": sorted(graph.branch_parents[node.id])},
-                "related": tools.hits(related)}
+        answer = {"hypothesis": {"id": node.id, "content": node.content, "tags": node.tags,
+                                 "parents": sorted(graph.branch_parents[node.id])},
+                  "related": tools.hits(related)}
+        if written.warnings:
+            answer["warnings"] = written.warnings
+        return answer
 
     @server.tool(annotations=WRITE)
     async def soul_promote(node_id: NodeId) -> dict[str, Any]:
@@ -261,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m soulgraph.mcp", description="Serve a soul graph over MCP (stdio).")
     parser.add_argument("--soul-file", type=Path, help="the soul graph file (default: $HERMES_HOME/soul.json, else ~/.hermes/soul.json)")
     args = parser.parse_args(argv)
-    soul = SoulFile(args.soul_file or default_soul_file())
+    soul = SoulFile(args.soul_file or default_soul_file(), freeze=True)  # this process serves one graph
     try:
         still_to_read = soul.open_for_serving()  # refuse to start on a file we cannot read
     except SoulFileError as exc:
