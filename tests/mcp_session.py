@@ -12,8 +12,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 
-def server_params(soul_file: Path, python: str = sys.executable) -> StdioServerParameters:
-    return StdioServerParameters(command=python, args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file)])
+def server_params(soul_file: Path, python: str = sys.executable, extra_args: list[str] = ()) -> StdioServerParameters:
+    return StdioServerParameters(command=python, args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file), *extra_args])
 
 
 class Session:
@@ -40,11 +40,11 @@ class Session:
         return result.content[0].text
 
 
-def with_server(soul_file: Path, scenario: Callable[[Session], Awaitable[Any]]) -> Any:
-    """Start the server as a subprocess, run `scenario` against it, stop it."""
+def with_server(soul_file: Path, scenario: Callable[[Session], Awaitable[Any]], extra_args: list[str] = ()) -> Any:
+    """Start the server as a subprocess (with `extra_args`), run `scenario` against it, stop it."""
 
     async def main() -> Any:
-        async with Client(server_params(soul_file)) as client:
+        async with Client(server_params(soul_file, extra_args=list(extra_args))) as client:
             return await scenario(Session(client))
 
     try:

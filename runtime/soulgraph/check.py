@@ -17,15 +17,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from soulgraph.server import TOOL_NAMES
+from soulgraph.server import DEFAULT_TOOLSETS, tool_names
+from soulgraph.server.app import parse_toolsets
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 
 
-async def probe(soul_file: Path, timeout: float = 60.0) -> dict[str, Any]:
+async def probe(soul_file: Path, timeout: float = 60.0, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> dict[str, Any]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file)])
+    params = StdioServerParameters(command=sys.executable, args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file),
+                                                                 "--toolsets", ",".join(toolsets)])
     started = time.perf_counter()
     with_timeout = asyncio.timeout(timeout)
     async with with_timeout, Client(params) as client:
@@ -38,7 +40,7 @@ async def probe(soul_file: Path, timeout: float = 60.0) -> dict[str, Any]:
         "tools": tools,
         "tool_count": len(tools),
         "ready_seconds": round(ready, 3),
-        "ok": tools == sorted(TOOL_NAMES) and not summary.is_error,
+        "ok": tools == sorted(tool_names(toolsets)) and not summary.is_error,
     }
     if summary.is_error:
         report["error"] = summary.content[0].text
@@ -52,11 +54,13 @@ async def probe(soul_file: Path, timeout: float = 60.0) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m soulgraph.check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--soul-file", type=Path, help="default: $HERMES_HOME/soul.json, else ~/.hermes/soul.json")
+    parser.add_argument("--toolsets", type=parse_toolsets, default=DEFAULT_TOOLSETS,
+                        help="the toolsets the server must serve, e.g. graph,memory (default: graph, 13 tools)")
     args = parser.parse_args(argv)
     soul_file = (args.soul_file or default_soul_file()).expanduser().absolute()
     try:
         SoulFile(soul_file).graph()  # the server would refuse this file: say why directly
-        report = asyncio.run(probe(soul_file))
+        report = asyncio.run(probe(soul_file, toolsets=args.toolsets))
     except SoulFileError as exc:
         report = {"soul_file": str(soul_file), "python": sys.executable, "ok": False, "error": str(exc)}
     except Exception as exc:  # the server did not come up: say why, as JSON like the rest

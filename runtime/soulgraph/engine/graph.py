@@ -145,6 +145,7 @@ class Node:
 MEMORY_DEFAULTS: tuple[tuple[str, Any], ...] = tuple(
     (f.name, f.default) for f in fields(Node)[8:]
 )
+MEMORY_FIELD_NAMES = tuple(name for name, _default in MEMORY_DEFAULTS)
 
 
 @dataclass(slots=True, frozen=True)
@@ -183,6 +184,9 @@ class SoulGraph:
         self._before: dict[str, dict[str, Any] | None] | None = None
         self._before_branch: tuple[dict[str, Node], dict[str, set[str]]] | None = None
         self._before_next_id = 0
+        # The audit trail: one entry per lifecycle change (memory/lifecycle.py), oldest first.
+        self.audit: list[dict[str, Any]] = []
+        self._before_audit = 0
 
     # ----------------------------------------------------------------- nodes
     def __len__(self) -> int:
@@ -709,6 +713,7 @@ class SoulGraph:
         if self._before is not None:
             raise RuntimeError("a change is already open on this graph")
         self._before, self._before_branch, self._before_next_id = {}, None, self.next_id
+        self._before_audit = len(self.audit)
 
     def _keep(self, node_id: str) -> None:
         if self._before is not None and node_id not in self._before:
@@ -727,7 +732,8 @@ class SoulGraph:
         if self._before is None:
             raise RuntimeError("no change is open")
         branch_changed = self._before_branch is not None
-        if not self._before and not branch_changed and self.next_id == self._before_next_id:
+        audit = self.audit[self._before_audit:]
+        if not self._before and not branch_changed and self.next_id == self._before_next_id and not audit:
             return None
         change: dict[str, Any] = {
             "nodes": [self.record(i) if i in self.nodes else {"id": i, "deleted": True} for i in self._before],
@@ -735,6 +741,8 @@ class SoulGraph:
         }
         if branch_changed:
             change["branch"] = self.branch_records()
+        if audit:
+            change["audit"] = audit
         return change
 
     def end(self) -> None:
@@ -749,6 +757,7 @@ class SoulGraph:
         self._before, self._before_branch = None, None
         self._put(list(reversed(before.items())))
         self.next_id = self._before_next_id
+        del self.audit[self._before_audit:]
         if branch is not None:
             self.branch, self.branch_parents = branch
 
@@ -763,6 +772,52 @@ class SoulGraph:
                 node = parse(record)
                 self.branch[node.id] = node
                 self.branch_parents[node.id] = set(record.get("parents", ()))
+        self.audit.extend(change.get("audit", ()))
+
+    # ----------------------------------------------------------------- record edits
+    def update(self, node_id: str, **values: Any) -> Node:
+        """Set memory fields of a node (status, strength, superseded_by, validity, …), each
+        checked against memory/record.py; the change is kept for the journal and undo."""
+        node = self.get(node_id)
+        checked = {}
+        for name, value in values.items():
+            if name == "metadata":
+                if type(value) is not dict:
+                    raise SoulGraphError(f"metadata must be an object, got {type(value).__name__}")
+                checked[name] = dict(value)
+                continue
+            if name not in MEMORY_FIELD_NAMES:
+                raise SoulGraphError(f"{name!r} is not a memory field ({', '.join(MEMORY_FIELD_NAMES)})")
+            try:
+                checked[name] = record.checked(name, value)
+            except ValueError as exc:
+                raise SoulGraphError(str(exc).removeprefix("memory: ")) from None
+        self._keep(node_id)
+        for name, value in checked.items():
+            setattr(node, name, value)
+        self.dirty.add(node_id)
+        return node
+
+    def remove(self, node_id: str) -> Node:
+        """Take a node out of the graph with its edges (its children lose it as a parent)."""
+        node = self.get(node_id)
+        for child in self.children[node_id]:
+            self._keep(child)
+        self._keep(node_id)
+        self._put([(node_id, None)])
+        return node
+
+    def before_image(self, node_id: str) -> dict[str, Any] | None:
+        """A node's record as it was when the open change began (None: it did not exist)."""
+        if self._before is None:
+            raise RuntimeError("no change is open")
+        if node_id in self._before:
+            return self._before[node_id]
+        return self.record(node_id) if node_id in self.nodes else None
+
+    def log(self, entry: dict[str, Any]) -> None:
+        """Append an audit entry; it is journaled with the change that made it."""
+        self.audit.append(entry)
 
     def _put(self, records: list[tuple[str, dict[str, Any] | None]],
              parse: Callable[[dict[str, Any]], Node] = Node.from_dict) -> None:

@@ -1,5 +1,5 @@
 """The MCP server: the 13 soul graph tools over stdio (`python -m soulgraph.mcp`)."""
 
-from soulgraph.server.app import TOOL_NAMES, build_server, main
+from soulgraph.server.app import DEFAULT_TOOLSETS, TOOL_NAMES, TOOLSETS, build_server, main, tool_names
 
-__all__ = ["TOOL_NAMES", "build_server", "main"]
+__all__ = ["DEFAULT_TOOLSETS", "TOOL_NAMES", "TOOLSETS", "build_server", "main", "tool_names"]

@@ -29,12 +29,30 @@ from soulgraph import __version__
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
 from soulgraph.memory import record
 from soulgraph.memory.write import explore as explore_memory, remember
+from soulgraph.server import memory_tools
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 
 TOOL_NAMES = (
     "soul_prime", "soul_related", "soul_query", "soul_hot", "soul_discover", "soul_by_tag",
     "soul_add", "soul_link", "soul_pin", "soul_splay", "soul_explore", "soul_promote", "soul_summary",
 )
+# Toolsets are opt-in by name; the default serves exactly the 13 tools of seed 000, so
+# `hermes mcp test soul` and the fleet's check keep counting 13.
+TOOLSETS = {"graph": TOOL_NAMES, "memory": memory_tools.TOOL_NAMES}
+DEFAULT_TOOLSETS = ("graph",)
+
+
+def tool_names(toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> tuple[str, ...]:
+    return tuple(name for toolset in toolsets for name in TOOLSETS[toolset])
+
+
+def parse_toolsets(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [name for name in names if name not in TOOLSETS]
+    if unknown or "graph" not in names:
+        problem = f"unknown toolset {', '.join(unknown)}" if unknown else "the graph toolset is always served"
+        raise argparse.ArgumentTypeError(f"{problem} (toolsets: {', '.join(TOOLSETS)})")
+    return names
 
 # Bounds on what one call may ask for: an agent's memory entry is a paragraph, not a book.
 Content = Annotated[str, Field(min_length=1, max_length=10_000, description="The memory, decision or belief, in plain text.")]
@@ -142,7 +160,11 @@ def preload_after_handshake(soul: SoulFile):
     return middleware
 
 
-def build_server(soul: SoulFile, *, preload: bool = False) -> MCPServer:
+def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> MCPServer:
+    """The server with the tools of `toolsets` (TOOLSETS); the default is the 13 graph tools."""
+    unknown = [name for name in toolsets if name not in TOOLSETS]
+    if unknown or "graph" not in toolsets:
+        raise ValueError(f"toolsets must include graph and be among {', '.join(TOOLSETS)}; got {', '.join(toolsets)}")
     tools = SoulTools(soul)
     server = MCPServer(
         name="soul",
@@ -273,12 +295,16 @@ def build_server(soul: SoulFile, *, preload: bool = False) -> MCPServer:
         summary["soul_file"] = str(soul.path)
         return summary
 
+    if "memory" in toolsets:
+        memory_tools.register(server, tools)
     return server
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m soulgraph.mcp", description="Serve a soul graph over MCP (stdio).")
     parser.add_argument("--soul-file", type=Path, help="the soul graph file (default: $HERMES_HOME/soul.json, else ~/.hermes/soul.json)")
+    parser.add_argument("--toolsets", type=parse_toolsets, default=DEFAULT_TOOLSETS,
+                        help=f"comma-separated, among {', '.join(TOOLSETS)} (default: graph, the 13 tools)")
     args = parser.parse_args(argv)
     soul = SoulFile(args.soul_file or default_soul_file(), freeze=True)  # this process serves one graph
     try:
@@ -286,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     except SoulFileError as exc:
         print(f"soulgraph.mcp: {exc}", file=sys.stderr)
         return 1
-    build_server(soul, preload=still_to_read).run("stdio")
+    build_server(soul, preload=still_to_read, toolsets=args.toolsets).run("stdio")
     return 0
 
 

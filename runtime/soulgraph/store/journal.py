@@ -119,6 +119,8 @@ def check_record(record: dict[str, Any], expected_seq: int, path: Path) -> None:
         raise JournalError(f"{path}: record {seq} is not a soul graph change")
     if "branch" in record and not isinstance(record["branch"], list):
         raise JournalError(f"{path}: record {seq} has a branch that is not a list")
+    if "audit" in record and not (isinstance(record["audit"], list) and all(isinstance(e, dict) for e in record["audit"])):
+        raise JournalError(f"{path}: record {seq} has an audit that is not a list of objects")
 
 
 def write_new(path: Path, base_seq: int) -> None:

@@ -7,7 +7,8 @@ Schema 3 (written by this version)::
                 "access_count", "pinned", "metadata", "parents": [ids],
                 the memory record's fields that differ from their defaults:
                 "kind", "source", "confidence", "status", … (memory/record.py)}, ...],
-     "exploration": {"nodes": [... the same ...]}}
+     "exploration": {"nodes": [... the same ...]},
+     "audit": [{"at", "action", "node", "writer", "reason"?, "before", "after"}, ...]}
 
 `seq` is the number of the last change the snapshot holds; the journal beside it
 (`journal.py`) holds the changes after it. Schema 2 is the same without the memory fields;
@@ -59,7 +60,9 @@ def encode(graph: SoulGraph, seq: int, saved_at: float, encoded_nodes: dict[str,
         ",\n".join(encoded_nodes[node_id] for node_id in graph.nodes),
         '\n],\n"exploration": ',
         json.dumps({"nodes": graph.branch_records()}, ensure_ascii=False),
-        "}\n",
+        ',\n"audit": [',
+        ",\n".join(json.dumps(entry, ensure_ascii=False) for entry in graph.audit),
+        "]}\n",
     ])
     return text.encode("utf-8")
 
@@ -124,10 +127,14 @@ def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEI
     nodes = data.get("nodes")
     if not isinstance(nodes, list):
         raise SnapshotError(f"\"nodes\" is {type(nodes).__name__}, not a list")
+    audit = data.get("audit", [])
+    if type(audit) is not list or not all(type(entry) is dict for entry in audit):
+        raise SnapshotError('"audit" must be a list of objects')
     try:
         graph = _load_graph(nodes, data.get("next_id", 1), data.get("exploration"), clock, recency_weight)
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotError(f"damaged soul graph ({exc})") from None
+    graph.audit = audit
     return graph, schema, seq
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
+import json
 import os
 import shutil
 import threading
@@ -421,6 +422,20 @@ class SoulFile:
 
     def _make_durable(self, graph: SoulGraph, change: dict) -> None:
         self._refuse_read_only()
+        forgotten = [entry["node"] for entry in change.get("audit", ()) if entry.get("action") == "forget"]
+        if forgotten:
+            # Forgetting must leave no copy in what we wrote: not in the journal's earlier
+            # records, not in a backup. So the change is made durable by a whole new snapshot
+            # and journal, never by a record appended after the content.
+            contents = [image["content"] for image in map(graph.before_image, forgotten) if image]
+            self._seq += 1
+            try:
+                self._compact(graph)
+            except BaseException:
+                self._seq -= 1
+                raise
+            self._scrub_backups(contents)
+            return
         if self._can_append():
             self._append({"seq": self._seq + 1, **change})
         else:  # no journal that continues the snapshot (a new file, schema 1, an interrupted compaction)
@@ -527,6 +542,19 @@ class SoulFile:
         for node_id, line in snapshot.node_lines(raw).items():
             if node_id in graph.nodes and node_id not in dirty:
                 self._encoded.setdefault(node_id, line)
+
+    def _scrub_backups(self, contents: list[str]) -> None:
+        """Remove the backups this store wrote that hold forgotten content."""
+        needles = [json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8") for text in contents]
+        needles += [json.dumps(text)[1:-1].encode("ascii") for text in contents]
+        for backup in self.path.parent.glob(f"{self.path.name}*.bak-schema*"):
+            try:
+                data = backup.read_bytes()
+                if any(needle and needle in data for needle in needles):
+                    backup.unlink()
+                    self.warnings.append(f"{backup}: removed (it held a forgotten memory)")
+            except OSError as exc:
+                self.warnings.append(f"{backup}: could not be checked or removed ({_os_reason(exc)})")
 
     def _back_up_old_schema(self) -> None:
         """Before the first rewrite in a new schema: soul.json and its journal as they were,

@@ -1,0 +1,85 @@
+"""The `memory` toolset: correct what the graph holds (`--toolsets graph,memory`).
+
+    soul_update(node_id, action, by_id=None, reason="")   confirm | weaken | contradict | supersede | archive
+    soul_merge(keep_id, merge_id)                          two memories that say the same become one
+    soul_forget(node_id, reason, force=False)              gone for good; only an audit entry stays
+    soul_history(node_id)                                  a node's audit entries, oldest first
+
+Each write is one change of the store (durable before the answer, taken back on failure) and
+one audit entry per node it touched (memory/lifecycle.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from soulgraph.memory import lifecycle
+
+TOOL_NAMES = ("soul_update", "soul_merge", "soul_forget", "soul_history")
+
+NodeId = Annotated[str, Field(min_length=1, max_length=200, description="A node id, as returned by another soul_* tool (e.g. 'n42').")]
+Reason = Annotated[str, Field(max_length=1_000, description="Why, in a sentence; kept in the audit trail.")]
+Action = Literal["confirm", "weaken", "contradict", "supersede", "archive"]
+
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def register(server: MCPServer, tools: Any) -> None:
+    """Add the memory tools to `server`; `tools` is the graph toolset's SoulTools (store access,
+    result shapes)."""
+
+    @server.tool(annotations=WRITE)
+    async def soul_update(node_id: NodeId, action: Action, by_id: NodeId | None = None, reason: Reason = "") -> dict[str, Any]:
+        """Correct a memory. confirm: it held again (strength up); weaken: doubt it; archive:
+        out of default recall, still searchable; contradict / supersede: `by_id` says
+        otherwise / replaces it (the old one stays for history, out of default recall)."""
+        writer = "tool:soul_update"
+        if action in ("contradict", "supersede") and not by_id:
+            raise ToolError(f"{action} needs by_id: the memory that {action}s it")
+        if action not in ("contradict", "supersede") and by_id:
+            raise ToolError(f"by_id goes with contradict or supersede, not {action}")
+
+        def apply(graph):
+            if action == "confirm":
+                return lifecycle.confirm(graph, node_id, writer=writer)
+            if action == "weaken":
+                return lifecycle.weaken(graph, node_id, writer=writer, reason=reason or None)
+            if action == "archive":
+                return lifecycle.archive(graph, node_id, writer=writer, reason=reason or None)
+            if action == "contradict":
+                return lifecycle.contradict(graph, node_id, by_id, writer=writer, reason=reason or None)
+            return lifecycle.supersede(graph, node_id, by_id, writer=writer, reason=reason or None)
+
+        node = tools.change(apply)
+        return tools.view(node, status=node.status, strength=round(node.strength, 4),
+                          **({"superseded_by": node.superseded_by} if node.superseded_by else {}))
+
+    @server.tool(annotations=WRITE)
+    async def soul_merge(keep_id: NodeId, merge_id: NodeId) -> dict[str, Any]:
+        """Two memories that say the same become one: `merge_id` goes into `keep_id`, which
+        keeps both sources, all tags and every edge of both. Refused when one is built on the
+        other."""
+        node = tools.change(lambda graph: lifecycle.merge(graph, keep_id, merge_id, writer="tool:soul_merge"))
+        return tools.view(node, merged=merge_id)
+
+    @server.tool(annotations=DESTRUCTIVE)
+    async def soul_forget(node_id: NodeId, reason: Annotated[str, Field(min_length=1, max_length=1_000, description="Why it must go; the only thing that stays.")],
+                          force: bool = False) -> dict[str, Any]:
+        """Forget a memory for good: it leaves the graph and the files (the soul file is
+        rewritten without it); only an audit entry with the id, the time and the reason
+        stays. A pinned axiom needs force=true."""
+        tools.change(lambda graph: lifecycle.forget(graph, node_id, reason, writer="tool:soul_forget", force=force))
+        return {"forgotten": node_id, "reason": reason}
+
+    @server.tool(annotations=READ)
+    async def soul_history(node_id: NodeId) -> dict[str, Any]:
+        """What happened to a memory: its audit entries (confirm, supersede, merge, forget, …),
+        oldest first, with before/after digests. Works for forgotten ids too."""
+        return {"node": node_id, "entries": lifecycle.history(tools.read(), node_id)}
