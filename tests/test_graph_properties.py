@@ -32,11 +32,12 @@ class Clock:
 def brute_force_query(graph: SoulGraph, text: str, k: int, weight: float) -> list[tuple[str, float]]:
     """The scoring rule written out plainly over every node, for comparison."""
     query = words(text)
-    n_docs = len(graph.nodes)
-    df = {w: sum(1 for node in graph.nodes.values() if w in words(node.content + " " + " ".join(node.tags))) for w in query}
+    recall = [node for node in graph.nodes.values() if node.status == "active"]  # default recall only
+    n_docs = len(recall)
+    df = {w: sum(1 for node in recall if w in words(node.content + " " + " ".join(node.tags))) for w in query}
     order = sorted((w for w in query if df[w]), key=lambda w: (-math.log1p(n_docs / df[w]), w))
     results = []
-    for node in graph.nodes.values():
+    for node in recall:
         doc = words(node.content + " " + " ".join(node.tags))
         lexical = 0.0
         for w in order:
@@ -115,6 +116,14 @@ class GraphMachine(RuleBasedStateMachine):
     @rule(data=st.data(), pinned=st.booleans())
     def pin(self, data, pinned):
         self.graph.pin(data.draw(st.sampled_from(self.ids())), pinned)
+
+    @precondition(lambda self: len(self.graph) >= 1)
+    @rule(data=st.data(), status=st.sampled_from(["active", "archived", "superseded", "contradicted"]))
+    def set_status(self, data, status):
+        """Out of default recall and back: search, hot and related must follow."""
+        self.graph.update(data.draw(st.sampled_from(self.ids())), status=status)
+        hot = self.graph.hot(50)
+        assert all(node.status == "active" for node in hot)
 
     @rule(seconds=st.floats(0, 10 * DAY))
     def time_passes(self, seconds):

@@ -160,3 +160,39 @@ def test_the_memory_toolset_through_mcp(tmp_path):
         return await s.tool_names()
 
     assert len(with_server(soul_file, default_tools)) == 13
+
+
+def test_default_recall_leaves_out_what_was_replaced_and_include_archived_finds_it(tmp_path):
+    soul = SoulFile(tmp_path / "soul.json")
+    with soul.change() as graph:
+        root = graph.add("team rituals", ["team"])
+        old = graph.add("standup is at nine", ["team"], parents=[root.id])
+        new = graph.add("standup moved to ten", ["team"])
+        lifecycle.supersede(graph, old.id, new.id, writer="t")
+    for graph in (soul.graph(), SoulFile(soul.path).graph()):  # in memory, and as loaded
+        assert [h.node.id for h in graph.query("standup", 5)] == [new.id]
+        found = graph.query("standup", 5, include_archived=True)
+        assert {(h.node.id, h.via) for h in found} == {(new.id, "match"), (old.id, "archived")}
+        assert old.id not in [n.id for n in graph.hot(10)]
+        assert old.id not in [n.id for n in graph.by_tag("team")]
+        assert old.id in [n.id for n in graph.by_tag("team", include_archived=True)]
+        assert old.id not in [h.node.id for h in graph.related("team rituals", 10)]
+    with soul.change() as graph:  # and back into recall
+        graph.update(old.id, status="active")
+    assert old.id in [h.node.id for h in SoulFile(soul.path).graph().query("standup nine", 5)]
+
+
+def test_superseded_memories_leave_soul_query_through_mcp(tmp_path):
+    soul_file = tmp_path / "soul.json"
+
+    async def scenario(s: Session):
+        old = await s.call("soul_add", content="Deploys run on Fridays")
+        new = await s.call("soul_add", content="Deploys run on Tuesdays now")
+        await s.call("soul_update", node_id=old["id"], action="supersede", by_id=new["id"])
+        default = await s.call("soul_query", query="deploys run")
+        everything = await s.call("soul_query", query="deploys run", include_archived=True)
+        return old["id"], new["id"], default, everything
+
+    old_id, new_id, default, everything = with_server(soul_file, scenario, extra_args=["--toolsets", "graph,memory"])
+    assert [r["id"] for r in default["results"]] == [new_id]
+    assert {(r["id"], r["via"]) for r in everything["results"]} == {(new_id, "match"), (old_id, "archived")}

@@ -141,6 +141,8 @@ class Node:
         return self.created_at if self.last_confirmed_at is None else self.last_confirmed_at
 
 
+ACTIVE = record.DEFAULT_STATUS  # the one status in default recall
+
 # The memory fields and their defaults, in Node's order: what `to_dict` leaves out when equal.
 MEMORY_DEFAULTS: tuple[tuple[str, Any], ...] = tuple(
     (f.name, f.default) for f in fields(Node)[8:]
@@ -168,6 +170,9 @@ class SoulGraph:
         self.pinned: set[str] = set()
         self.order = SplayTree()
         self.index = InvertedIndex()
+        # Memories out of default recall (superseded, contradicted, archived) are searched
+        # only when asked for (include_archived): their words live here instead of `index`.
+        self.archive_index = InvertedIndex()
         # The hottest nodes as nested bitmasks over index slots, for search (see bitsets).
         self._tiers = RecencyTiers(self._hottest_slots)
         self.next_id = 1
@@ -283,6 +288,18 @@ class SoulGraph:
         self.order.insert((node.recency_key, node.id))
         self.index.add(node.id, node.content + " " + " ".join(node.tags))
         self._tiers.note(self.index.slot(node.id), node.recency_key)
+        if node.status != ACTIVE:
+            self._deactivate(node)
+
+    def _deactivate(self, node: Node) -> None:
+        """Out of default recall: its words move from the search index to the archive's
+        (it keeps its slot there, so the bitmask machinery stays consistent)."""
+        self.index.remove(node.id)
+        self.archive_index.add(node.id, node.content + " " + " ".join(node.tags))
+
+    def _reactivate(self, node: Node) -> None:
+        self.archive_index.remove(node.id)
+        self.index.add(node.id, node.content + " " + " ".join(node.tags))
 
     def splay(self, node_id: str, at: float | None = None) -> Node:
         """Mark a node used: one more access, now. It moves to the top of the recency order."""
@@ -314,7 +331,7 @@ class SoulGraph:
             if tag not in node.tags:
                 node.tags.append(tag)
                 self.tags.setdefault(tag, set()).add(node_id)
-        self.index.add(node.id, node.content + " " + " ".join(node.tags))
+        (self.index if node.status == ACTIVE else self.archive_index).add(node.id, node.content + " " + " ".join(node.tags))
         self.dirty.add(node_id)
         return node
 
@@ -412,19 +429,22 @@ class SoulGraph:
             key=lambda node: (node.recency_key, node.id),
             reverse=True,
         )
-        result = pinned[:n]
+        result = [node for node in pinned if node.status == ACTIVE][:n]
         for _key, node_id in self.order.descending():
             if len(result) >= n:
                 break
             node = self.nodes[node_id]
-            if not node.pinned:
+            if not node.pinned and node.status == ACTIVE:
                 result.append(node)
         return result
 
-    def by_tag(self, tag: str) -> list[Node]:
-        """Every node with a tag, hottest first."""
+    def by_tag(self, tag: str, *, include_archived: bool = False) -> list[Node]:
+        """Every node with a tag, hottest first (in default recall only, unless asked)."""
         ids = self.tags.get(tag, ())
-        return sorted((self.nodes[i] for i in ids), key=lambda n: (n.recency_key, n.id), reverse=True)
+        nodes = (self.nodes[i] for i in ids)
+        if not include_archived:
+            nodes = (node for node in nodes if node.status == ACTIVE)
+        return sorted(nodes, key=lambda n: (n.recency_key, n.id), reverse=True)
 
     # ----------------------------------------------------------------- search
     def _hottest_slots(self) -> Iterator[tuple[float, int]]:
@@ -440,9 +460,14 @@ class SoulGraph:
         hint: str | None = None,
         recency_weight: float | None = None,
         tag: str | None = None,
+        include_archived: bool = False,
     ) -> list[Hit]:
-        """Search: idf of the shared words, boosted by recency; `hint` adds a second query."""
+        """Search: idf of the shared words, boosted by recency; `hint` adds a second query.
+        Superseded, contradicted and archived memories only with `include_archived` (scored
+        by the words they share among themselves, marked via="archived")."""
         weight = self.recency_weight if recency_weight is None else recency_weight
+        if include_archived and len(self.archive_index):
+            return self._with_archived(text, k, hint, weight, tag)
         query_words = words(text)
         if hint:
             # A word in both the query and the hint counts twice: both ask for it.
@@ -450,6 +475,18 @@ class SoulGraph:
         if tag is not None:
             return self._rank_exhaustive(query_words, set(), k, weight, tag)
         return self._rank_pruned(query_words, k, weight)
+
+    def _with_archived(self, text: str, k: int, hint: str | None, weight: float, tag: str | None) -> list[Hit]:
+        hits = self.query(text, k, hint=hint, recency_weight=weight, tag=tag)
+        lexical = self.archive_index.lexical_scores(words(text) | (words(hint) if hint else set()))
+        now = self.clock()
+        for node_id, score in lexical.items():
+            node = self.nodes[node_id]
+            if tag is not None and tag not in node.tags:
+                continue
+            recency = node.recency_score(now)
+            hits.append(Hit(node, score * (1.0 + weight * recency / (1.0 + recency)), "archived"))
+        return sorted(hits, key=lambda h: (-h.score, h.node.id))[:k]
 
     def _rank_exhaustive(self, query_words: set[str], hint_words: set[str], k: int, weight: float, tag: str | None) -> list[Hit]:
         lexical = self.index.lexical_scores(query_words)
@@ -636,6 +673,8 @@ class SoulGraph:
                 (CHILD_SHARE, self.children, "child"),
             ):
                 for other in neighbours[hit.node.id]:
+                    if self.nodes[other].status != ACTIVE:
+                        continue  # out of default recall
                     score = hit.score * share
                     if other not in best or best[other].score < score:
                         best[other] = Hit(self.nodes[other], score, f"{relation} of {hit.node.id}")
@@ -650,6 +689,7 @@ class SoulGraph:
             focus_id = focus[0].node.id
             walk = [(node, d, "ancestor") for node, d in self.ancestors(focus_id, depth)]
             walk += [(node, d, "descendant") for node, d in self.discover(focus_id, depth)]
+            walk = [step for step in walk if step[0].status == ACTIVE]
         return {"hot": self.hot(n), "focus": focus[0] if focus else None, "walk": walk[: 2 * n]}
 
     def summary(self, n: int = 5) -> dict[str, Any]:
@@ -793,8 +833,11 @@ class SoulGraph:
             except ValueError as exc:
                 raise SoulGraphError(str(exc).removeprefix("memory: ")) from None
         self._keep(node_id)
+        was_active = node.status == ACTIVE
         for name, value in checked.items():
             setattr(node, name, value)
+        if was_active != (node.status == ACTIVE):
+            (self._reactivate if node.status == ACTIVE else self._deactivate)(node)
         self.dirty.add(node_id)
         return node
 
@@ -868,6 +911,7 @@ class SoulGraph:
         self.pinned.discard(node.id)
         self.order.remove((node.recency_key, node.id))
         self.index.remove(node.id)
+        self.archive_index.remove(node.id)
 
     # ----------------------------------------------------------------- portable forms
     @classmethod

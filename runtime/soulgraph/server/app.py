@@ -201,11 +201,13 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         return {"results": tools.hits(graph.related(query, limit, hint=hint or None))}
 
     @server.tool(annotations=READ)
-    async def soul_query(query: QueryText, limit: Limit = 10, hint: QueryText = "", tag: Tag | None = None) -> dict[str, Any]:
+    async def soul_query(query: QueryText, limit: Limit = 10, hint: QueryText = "", tag: Tag | None = None,
+                         include_archived: Annotated[bool, Field(description="Also search superseded, contradicted and archived memories.")] = False,
+                         ) -> dict[str, Any]:
         """Plain search over memories: rarer shared words count more, recently used memories
         rank a little higher. `hint` is a second query merged in; `tag` keeps only nodes with it."""
         graph = tools.read()
-        return {"results": tools.hits(graph.query(query, limit, hint=hint or None, tag=tag))}
+        return {"results": tools.hits(graph.query(query, limit, hint=hint or None, tag=tag, include_archived=include_archived))}
 
     @server.tool(annotations=READ)
     async def soul_hot(limit: Limit = 10) -> dict[str, Any]:
@@ -223,9 +225,11 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         return {"from": node_id, "results": [tools.brief(n, depth=d) for n, d in found[:limit]]}
 
     @server.tool(annotations=READ)
-    async def soul_by_tag(tag: Tag, limit: Limit = 50) -> dict[str, Any]:
+    async def soul_by_tag(tag: Tag, limit: Limit = 50,
+                          include_archived: Annotated[bool, Field(description="Also list superseded, contradicted and archived memories.")] = False,
+                          ) -> dict[str, Any]:
         """Every memory carrying `tag` (hottest first)."""
-        nodes = tools.read().by_tag(tag)
+        nodes = tools.read().by_tag(tag, include_archived=include_archived)
         return {"tag": tag, "total": len(nodes), "results": [tools.brief(n) for n in nodes[:limit]]}
 
     @server.tool(annotations=WRITE)
