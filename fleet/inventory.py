@@ -38,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "runtime_dir": "~/.soulfleet",
     "python": "/usr/bin/python3",
     "gateway_restart_command": None,  # replaces the systemd/launchd restart
+    "soul_toolsets": "graph",  # the MCP toolsets Hermes gets: graph (the 13 tools), or graph,memory
 }
 HOST_KEYS = set(DEFAULTS) | {"address"}
 GROUP_KEYS = {"hosts", "children", "vars"}
@@ -200,7 +201,15 @@ def _mapping(value: Any, where: str, key: str) -> dict:
     return value
 
 
+TOOLSETS = ("graph", "memory")  # the runtime's MCP toolsets (soulgraph.server.TOOLSETS)
+
+
 def _check_vars(values: dict, where: str, key: str) -> None:
     for name in values:
         if not isinstance(name, str) or not name.isidentifier():
             raise InventoryError(f"{where}: {key}: {name!r} is not a valid variable name")
+    if "soul_toolsets" in values:
+        chosen = str(values["soul_toolsets"]).split(",")
+        if "graph" not in chosen or not set(chosen) <= set(TOOLSETS):
+            raise InventoryError(f"{where}: {key}: soul_toolsets {values['soul_toolsets']!r} must be graph, "
+                                 f"optionally with more of {', '.join(TOOLSETS)} (e.g. graph,memory)")

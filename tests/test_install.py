@@ -322,3 +322,40 @@ def test_hermes_home_comes_from_the_environment(home, monkeypatch):
 def load_entry_python(report) -> str:
     diff = report["config_diff"]
     return next(line.split("command: ", 1)[1] for line in diff.splitlines() if "command: " in line)
+
+
+def test_toolsets_are_written_into_the_entry_only_when_not_the_default(home, capsys):
+    """--toolsets graph,memory adds the flag to the server's args (then back to the default
+    removes it); a bad toolset is a usage error naming the choices, nothing written."""
+    before = (home / "config.yaml").read_bytes()
+    with pytest.raises(SystemExit):
+        install_module.main(["--hermes-home", str(home), "--toolsets", "graph,bogus"])
+    assert "unknown toolset bogus (toolsets: graph, memory)" in capsys.readouterr().err
+    assert (home / "config.yaml").read_bytes() == before
+    code, report, _ = run_main(["--hermes-home", str(home), "--python", "/p", "--toolsets", "graph,memory"], capsys)
+    assert code == 0 and report["mcp_server"] == "added"
+    args = load(home / "config.yaml")["mcp_servers"]["soul"]["args"]
+    assert args == ["-m", "soulgraph.mcp", "--soul-file", str(home / "soul.json"), "--toolsets", "graph,memory"]
+    code, report, _ = run_main(["--hermes-home", str(home), "--python", "/p"], capsys)
+    assert report["mcp_server"] == "updated"
+    assert load(home / "config.yaml")["mcp_servers"]["soul"]["args"][-1] == str(home / "soul.json")
+
+
+def test_verify_expects_the_tools_of_the_inventorys_toolsets():
+    from fleet.verify.host_checks import expected_tools
+    from fleet.verify.target import HostLayout
+
+    assert expected_tools("graph") == 13 and expected_tools("graph,memory") == 17
+    layout = HostLayout("/r", "/h", toolsets="graph,memory")
+    assert layout.toolset_args == ["--toolsets", "graph,memory"] and HostLayout("/r", "/h").toolset_args == []
+
+
+def test_an_inventory_with_an_unknown_toolset_is_refused_before_any_host_is_touched(tmp_path):
+    from fleet.inventory import InventoryError, load
+
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text("all:\n  vars:\n    soul_toolsets: graph,bogus\n  hosts:\n    w1:\n      address: 127.0.0.9\n")
+    with pytest.raises(InventoryError, match="soul_toolsets 'graph,bogus' must be graph"):
+        load(inventory)
+    inventory.write_text("all:\n  vars:\n    soul_toolsets: graph,memory\n  hosts:\n    w1:\n      address: 127.0.0.9\n")
+    assert load(inventory).hosts["w1"].vars["soul_toolsets"] == "graph,memory"

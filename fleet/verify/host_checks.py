@@ -13,7 +13,14 @@ import posixpath
 import pytest
 import yaml
 
-EXPECTED_TOOLS = 13
+EXPECTED_TOOLS = 13  # the default toolset, graph
+
+
+def expected_tools(toolsets: str) -> int:
+    """How many tools the server serves for the inventory's soul_toolsets."""
+    from soulgraph.server.app import TOOLSETS  # operator-side: the runtime is installed here too
+
+    return sum(len(TOOLSETS[name]) for name in dict.fromkeys(toolsets.split(",")) if name in TOOLSETS)
 SELF_CHECK_TIMEOUT = 180  # seconds; the MCP server starts in about one on an idle host
 
 
@@ -79,7 +86,7 @@ def test_mcp_entry(host, layout, deployed_release):
     expected = posixpath.join(deployed_release, "venv", "bin", "python")
     assert entry.get("command") == expected, \
         f"command is {entry.get('command')}, the deployed runtime's python is {expected}"
-    args = ["-m", "soulgraph.mcp", "--soul-file", layout.soul_file]
+    args = ["-m", "soulgraph.mcp", "--soul-file", layout.soul_file, *layout.toolset_args]
     assert entry.get("args") == args, f"args are {entry.get('args')}, expected {args}"
     tools = entry.get("tools") or {}
     assert tools.get("resources") is False and tools.get("prompts") is False, \
@@ -104,8 +111,9 @@ def test_mcp_tools(session, layout):
         pytest.fail(f"soulgraph.check with {layout.current_python} exited {result.rc}: "
                     f"{_last_line(result.stderr or result.stdout)}")
     count = report.get("tool_count")
-    assert report.get("ok") and count == EXPECTED_TOOLS, \
-        f"the MCP server listed {count} tools, expected {EXPECTED_TOOLS}" + \
+    expected = expected_tools(layout.toolsets)
+    assert report.get("ok") and count == expected, \
+        f"the MCP server listed {count} tools, expected {expected}" + \
         (f": {report['error']}" if report.get("error") else "")
 
 

@@ -42,7 +42,8 @@ class HostSession:
         self.connected.set_result(layout)
         try:
             self.self_check.set_result(self.host.run(
-                "%s -m soulgraph.check --soul-file %s", layout.current_python, layout.soul_file))
+                "%s -m soulgraph.check --soul-file %s" + " %s" * len(layout.toolset_args),
+                layout.current_python, layout.soul_file, *layout.toolset_args))
         except BaseException as exc:
             self.self_check.set_exception(exc)
 

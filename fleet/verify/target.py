@@ -27,6 +27,7 @@ class VerifyTarget:
     hermes_home: str = DEFAULT_HERMES_HOME
     runtime_dir: str = DEFAULT_RUNTIME_DIR
     local: bool = False
+    toolsets: str = "graph"  # the inventory's soul_toolsets: what the Hermes entry serves
 
     @classmethod
     def from_inventory(cls, host) -> "VerifyTarget":
@@ -34,11 +35,13 @@ class VerifyTarget:
         v = host.vars
         if host.local:
             return cls(host.name, local=True, hermes_home=v.get("hermes_home") or DEFAULT_HERMES_HOME,
-                       runtime_dir=v.get("runtime_dir") or DEFAULT_RUNTIME_DIR)
+                       runtime_dir=v.get("runtime_dir") or DEFAULT_RUNTIME_DIR,
+                       toolsets=str(v.get("soul_toolsets") or "graph"))
         return cls(host.name, v["address"], int(v.get("port") or 22), v.get("user"),
                    str(v["key"]) if v.get("key") else None, str(v.get("known_hosts") or ""),
                    v.get("hermes_home") or DEFAULT_HERMES_HOME,
-                   v.get("runtime_dir") or DEFAULT_RUNTIME_DIR)
+                   v.get("runtime_dir") or DEFAULT_RUNTIME_DIR,
+                   toolsets=str(v.get("soul_toolsets") or "graph"))
 
     def __post_init__(self) -> None:
         if not self.local and not self.known_hosts:
@@ -52,11 +55,17 @@ class HostLayout:
 
     runtime_dir: str
     hermes_home: str
+    toolsets: str = "graph"
 
     @classmethod
     def of(cls, target: VerifyTarget, home: str) -> "HostLayout":
         return cls(runtime_dir=expand_home(target.runtime_dir, home),
-                   hermes_home=expand_home(target.hermes_home, home))
+                   hermes_home=expand_home(target.hermes_home, home), toolsets=target.toolsets)
+
+    @property
+    def toolset_args(self) -> list[str]:
+        """What the installer adds to the entry's args (nothing for the default)."""
+        return [] if self.toolsets == "graph" else ["--toolsets", self.toolsets]
 
     @property
     def current(self) -> str:

@@ -32,6 +32,7 @@ from soulgraph.hermes.config import ConfigError, plan_entry
 from soulgraph.hermes.home import HermesHomeError, resolve_home
 from soulgraph.hermes.seed import seed_graph
 from soulgraph.hermes.skill import SKILL_NAME, SKILL_RELPATH, frontmatter, is_ours, skill_name, skill_text
+from soulgraph.server.app import DEFAULT_TOOLSETS, parse_toolsets
 from soulgraph.store import SoulFile, SoulFileError
 
 SERVER_NAME = "soul"
@@ -72,7 +73,7 @@ def new_report(home: Path | None, profile: str | None, check: bool) -> dict[str,
 
 
 def install(hermes_home: str | os.PathLike[str] | None = None, *, check: bool = False,
-            python: str | None = None) -> dict[str, Any]:
+            python: str | None = None, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> dict[str, Any]:
     try:
         resolved = resolve_home(hermes_home)
     except HermesHomeError as exc:
@@ -89,7 +90,7 @@ def install(hermes_home: str | os.PathLike[str] | None = None, *, check: bool = 
         report["warnings"].append(f"no Hermes config.yaml in {home}: not a Hermes home in use, skipped")
         return report
 
-    _install_mcp_entry(report, config, home / SOUL_FILE, python, check)
+    _install_mcp_entry(report, config, home / SOUL_FILE, python, check, toolsets)
     if report["mcp_server"] != "error":
         _install_seed(report, home, check)
         _install_skill(report, home, check)
@@ -102,10 +103,12 @@ def install(hermes_home: str | os.PathLike[str] | None = None, *, check: bool = 
 
 # ------------------------------------------------------------------ 1. the MCP entry
 def _install_mcp_entry(report: dict[str, Any], config: Path, soul_file: Path,
-                       python: str | None, check: bool) -> None:
+                       python: str | None, check: bool, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> None:
+    # The default toolset is not spelled out, so entries written before toolsets existed stay as they are.
+    chosen = [] if tuple(toolsets) == DEFAULT_TOOLSETS else ["--toolsets", ",".join(toolsets)]
     managed = {
         "command": server_python(python),
-        "args": ["-m", "soulgraph.mcp", "--soul-file", str(soul_file)],
+        "args": ["-m", "soulgraph.mcp", "--soul-file", str(soul_file), *chosen],
         # Without these Hermes adds four resource/prompt helper tools we do not serve.
         "tools": {"resources": False, "prompts": False},
     }
@@ -233,8 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="change nothing; report what would change, with a diff")
     parser.add_argument("--python", help="the Python that runs the MCP server (default: this one, %(default)s)",
                         default=None)
+    parser.add_argument("--toolsets", type=parse_toolsets, default=DEFAULT_TOOLSETS,
+                        help="the toolsets the Hermes entry serves, e.g. graph,memory (default: graph, the 13 tools)")
     args = parser.parse_args(argv)
-    report = install(args.hermes_home, check=args.check, python=args.python)
+    report = install(args.hermes_home, check=args.check, python=args.python, toolsets=args.toolsets)
     print(json.dumps(report, indent=2, ensure_ascii=False))
     if args.check and report["config_diff"]:
         print(report["config_diff"], file=sys.stderr, end="")
