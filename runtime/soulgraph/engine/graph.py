@@ -168,6 +168,7 @@ class SoulGraph:
         self.children: dict[str, set[str]] = {}
         self.tags: dict[str, set[str]] = {}
         self.pinned: set[str] = set()
+        self.kinds: dict[str, set[str]] = {}  # memory kind -> node ids (the prompt snapshot's sections)
         self.order = SplayTree()
         self.index = InvertedIndex()
         # Memories out of default recall (superseded, contradicted, archived) are searched
@@ -285,6 +286,7 @@ class SoulGraph:
             self.tags.setdefault(tag, set()).add(node.id)
         if node.pinned:
             self.pinned.add(node.id)
+        self.kinds.setdefault(node.kind, set()).add(node.id)
         self.order.insert((node.recency_key, node.id))
         self.index.add(node.id, node.content + " " + " ".join(node.tags))
         self._tiers.note(self.index.slot(node.id), node.recency_key)
@@ -833,9 +835,12 @@ class SoulGraph:
             except ValueError as exc:
                 raise SoulGraphError(str(exc).removeprefix("memory: ")) from None
         self._keep(node_id)
-        was_active = node.status == ACTIVE
+        was_active, old_kind = node.status == ACTIVE, node.kind
         for name, value in checked.items():
             setattr(node, name, value)
+        if node.kind != old_kind:
+            self.kinds[old_kind].discard(node_id)
+            self.kinds.setdefault(node.kind, set()).add(node_id)
         if was_active != (node.status == ACTIVE):
             (self._reactivate if node.status == ACTIVE else self._deactivate)(node)
         self.dirty.add(node_id)
@@ -909,6 +914,7 @@ class SoulGraph:
                 if not ids:
                     del self.tags[tag]
         self.pinned.discard(node.id)
+        self.kinds.get(node.kind, set()).discard(node.id)
         self.order.remove((node.recency_key, node.id))
         self.index.remove(node.id)
         self.archive_index.remove(node.id)

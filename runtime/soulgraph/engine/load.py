@@ -355,6 +355,10 @@ def _fill(graph: SoulGraph, c: _Columns) -> None:
     graph.pinned = set(compress(ids, c.pinned))
     graph.order = order
     graph.index = index
+    kinds: defaultdict[str, set[str]] = defaultdict(set)
+    for node in nodes.values():
+        kinds[node.kind].add(node.id)
+    graph.kinds = dict(kinds)
     if "status" in c.memory:  # memories out of default recall move to the archive's index
         for node in nodes.values():
             if node.status != "active":

@@ -27,7 +27,7 @@ from mcp.types import ToolAnnotations
 
 from soulgraph import __version__
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
-from soulgraph.memory import record
+from soulgraph.memory import record, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.server import memory_tools
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
@@ -179,14 +179,19 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     )
 
     @server.tool(annotations=READ)
-    async def soul_prime(context: QueryText = "", limit: Limit = 10) -> dict[str, Any]:
-        """Call once at the start of a session. Returns the hottest memories (pinned axioms
-        first) and, when `context` describes the task at hand, the memory that best matches
-        it with a short walk to what it was built on and what was built on it."""
+    async def soul_prime(context: QueryText = "", limit: Limit = 10,
+                         max_chars: Annotated[int, Field(ge=0, le=20_000, description="Budget of the snapshot text (0: none).")] = snapshot.DEFAULT_MAX_CHARS,
+                         ) -> dict[str, Any]:
+        """Call once at the start of a session. Returns `snapshot`, compact text of what to
+        keep in mind (identity, commitments, preferences, projects, recent work) within
+        `max_chars`; the hottest memories (pinned axioms first); and, when `context`
+        describes the task at hand, the memory that best matches it with a short walk to
+        what it was built on and what was built on it."""
         graph = tools.read()
         primed = graph.prime(context, limit)
         focus = primed["focus"]
         return {
+            "snapshot": snapshot.render(graph, max_chars) if max_chars else "",
             "hot": [tools.brief(n) for n in primed["hot"]],
             "focus": tools.view(focus.node, score=round(focus.score, 4)) if focus else None,
             "walk": [tools.brief(n, depth=d, relation=r) for n, d, r in primed["walk"]],

@@ -1,0 +1,93 @@
+"""The bounded snapshot: what the agent should always have in its prompt, as compact text.
+
+Seed 002's layer 1 (Hermes' frozen memory block): built from the graph at session start,
+byte-identical for the same graph state (so a prompt prefix cache stays warm), and never
+longer than `max_chars` (default 2,200, Hermes' own MEMORY.md budget). Sections, in order:
+
+    Identity      pinned memories, oldest first (the persona reads in its own order)
+    Commitments   goal_or_commitment
+    Preferences   preference, communication_preference
+    Projects      project
+    Recent        the hottest other memories
+
+Within a section the hottest come first (at most 64 are looked at per section, so the build
+stays well under 2 ms however big the graph) (the splay tree's key: use count and last use, not
+the clock, so the text does not change while the graph does not). Only active memories in
+default recall; a memory marked private (prompt injection, or by its writer) is left out
+unless pinned. Each memory is one line, `- <text>`, cut at 300 characters; a line that does
+not fit the remaining budget is left out (never cut mid-budget), so the block always ends
+on a whole line.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from typing import Iterable, Iterator
+
+from soulgraph.engine.graph import ACTIVE, Node, SoulGraph
+
+DEFAULT_MAX_CHARS = 2200
+LINE_CHARS = 300
+# At most this many candidates per section are looked at (a 2,200-character budget holds a few
+# dozen lines), so the build does not grow with the graph.
+CANDIDATES = 64
+SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Commitments", ("goal_or_commitment",)),
+    ("Preferences", ("preference", "communication_preference")),
+    ("Projects", ("project",)),
+)
+
+
+def _line(node: Node) -> str:
+    text = " ".join(node.content.split())
+    if len(text) > LINE_CHARS:
+        text = text[: LINE_CHARS - 1].rstrip() + "…"
+    return f"- {text}\n"
+
+
+def _hottest(nodes: Iterable[Node]) -> list[Node]:
+    return heapq.nsmallest(CANDIDATES, nodes, key=lambda node: (-node.recency_key, node.id))
+
+
+def _recent(graph: SoulGraph) -> Iterator[Node]:
+    """The hottest memories that are not pinned, straight off the splay tree."""
+    nodes = graph.nodes
+    return (nodes[node_id] for _key, node_id in graph.order.descending() if not nodes[node_id].pinned)
+
+
+def _in_recall(node: Node) -> bool:
+    return node.status == ACTIVE and (node.privacy == "normal" or node.pinned)
+
+
+def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """The snapshot text, at most `max_chars` characters."""
+    budget = max_chars
+    out: list[str] = []
+    shown: set[str] = set()
+
+    def section(title: str, nodes: Iterable[Node]) -> None:
+        nonlocal budget
+        header = f"{title}:\n"
+        lines: list[str] = []
+        cost = len(header)
+        for node in itertools.islice(nodes, CANDIDATES):
+            if node.id in shown or not _in_recall(node):
+                continue
+            line = _line(node)
+            if cost + len(line) > budget:
+                continue  # a shorter one further down may still fit
+            lines.append(line)
+            cost += len(line)
+            shown.add(node.id)
+        if lines:
+            out.append(header)
+            out.extend(lines)
+            budget -= cost
+
+    pinned = heapq.nsmallest(CANDIDATES, (graph.nodes[i] for i in graph.pinned), key=lambda node: (node.created_at, node.id))
+    section("Identity", pinned)
+    for title, kinds in SECTIONS:
+        section(title, _hottest(graph.nodes[i] for kind in kinds for i in graph.kinds.get(kind, ())))
+    section("Recent", _recent(graph))
+    return "".join(out)
