@@ -30,7 +30,7 @@ import math
 import time
 from collections import defaultdict, deque
 from itertools import chain, compress, repeat
-from operator import add, itemgetter, lt, truediv
+from operator import add, attrgetter, is_not, itemgetter, lt, truediv
 from typing import Any, Iterator, Mapping
 
 from soulgraph.engine.graph import DAY, DEFAULT_RECENCY_WEIGHT, MEMORY_DEFAULTS, Clock, Node, SoulGraph
@@ -201,7 +201,11 @@ def _memory_columns(records: list[dict[str, Any]]) -> dict[str, list[Any]] | Non
     """The memory fields present in any record, as columns (absent entries: _MISSING);
     None when a value is not allowed (the record-by-record path then says which)."""
     columns: dict[str, list[Any]] = {}
+    # Most files use a few of the fields (none, before schema 3): find which, in one pass.
+    present_names = set(chain.from_iterable(map(dict.keys, records))) & _MEMORY_RULES.keys()
     for name, rule in _MEMORY_RULES.items():
+        if name not in present_names:
+            continue
         column = list(map(dict.get, records, repeat(name), repeat(_MISSING)))
         present = set(map(type, column)) - {object}
         if not present:
@@ -307,10 +311,10 @@ def _fill(graph: SoulGraph, c: _Columns) -> None:
                               c.access_count, c.pinned, c.metadata)))
     if len(nodes) != n:
         _raise_duplicate(ids)
-    for name, column in c.memory.items():
-        for node, value in zip(nodes.values(), column):
-            if value is not _MISSING:
-                setattr(node, name, value)
+    node_list = list(nodes.values())
+    for name, column in c.memory.items():  # only the records that have the field
+        has = list(map(is_not, column, repeat(_MISSING)))
+        deque(map(setattr, compress(node_list, has), repeat(name), compress(column, has)), maxlen=0)
 
     # The word index first: its slots are the nodes' positions in the file, used below.
     index = InvertedIndex()
@@ -356,8 +360,7 @@ def _fill(graph: SoulGraph, c: _Columns) -> None:
     graph.order = order
     graph.index = index
     kinds: defaultdict[str, set[str]] = defaultdict(set)
-    for node in nodes.values():
-        kinds[node.kind].add(node.id)
+    deque(map(set.add, map(kinds.__getitem__, map(attrgetter("kind"), node_list)), ids), maxlen=0)
     graph.kinds = dict(kinds)
     if "status" in c.memory:  # memories out of default recall move to the archive's index
         for node in nodes.values():
