@@ -45,3 +45,20 @@ def test_hermes_reports_a_server_that_cannot_start(hermes_home):
     report = hermes_client.mcp_test(hermes_home, "soul")
     assert not report.connected and report.tools_discovered is None
     assert soul_file.read_text() == "{broken"
+
+
+def test_with_the_memory_toolset_hermes_sees_17_tools(hermes_home):
+    """The installer's --toolsets graph,memory entry, read by the real client: 13 + 4 tools,
+    and the agent's registry holds the lifecycle tools in the same toolset."""
+    from soulgraph.hermes.install import install
+    from soulgraph.server import TOOLSETS
+
+    (hermes_home / "config.yaml").touch()
+    report = install(hermes_home, python=sys.executable, toolsets=("graph", "memory"))
+    assert report["status"] == "changed", report
+    result = hermes_client.mcp_test(hermes_home, "soul")
+    assert result.connected and result.tools_discovered == 17, result.output
+    assert sorted(result.tools) == sorted(TOOLSETS["graph"] + TOOLSETS["memory"]), result.output
+    registered = hermes_client.registered_mcp_tools(hermes_home)
+    assert {"mcp__soul__soul_update", "mcp__soul__soul_forget", "mcp__soul__soul_history",
+            "mcp__soul__soul_merge"} <= set(registered)
