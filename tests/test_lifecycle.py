@@ -196,3 +196,42 @@ def test_superseded_memories_leave_soul_query_through_mcp(tmp_path):
     old_id, new_id, default, everything = with_server(soul_file, scenario, extra_args=["--toolsets", "graph,memory"])
     assert [r["id"] for r in default["results"]] == [new_id]
     assert {(r["id"], r["via"]) for r in everything["results"]} == {(new_id, "match"), (old_id, "archived")}
+
+
+def test_filters_by_kind_creation_time_and_validity():
+    from soulgraph.memory.filters import parse_time, where
+
+    graph = SoulGraph(clock=Clock())
+    day = 86400.0
+    march = parse_time("2026-03-01", "t")
+    old = graph.add("standup at nine", kind="routine", created_at=march - 30 * day)
+    graph.add("meeting notes template", kind="note", created_at=march - 20 * day)
+    graph.clock.now = march + 10 * day
+    new = graph.add("standup at ten", kind="routine")
+    lifecycle.supersede(graph, old.id, new.id, writer="t")
+    ids = lambda **kw: [h.node.id for h in graph.query("standup", 10, where=where(**kw), include_archived=True)]  # noqa: E731
+    assert ids(true_at=march) == [old.id]
+    assert ids(true_at=march + 20 * day) == [new.id]
+    assert set(ids(kinds=("routine",))) == {old.id, new.id}
+    assert ids(created_before=march - 25 * day) == [old.id]
+    assert [h.node.id for h in graph.query("meeting standup", 10, where=where(kinds=("note",)))] == ["n2"]
+    with pytest.raises(ValueError, match="valid_at must be an ISO 8601 date"):
+        parse_time("last tuesday", "valid_at")
+
+
+def test_time_and_kind_filters_through_mcp(tmp_path):
+    soul_file = tmp_path / "soul.json"
+
+    async def scenario(s: Session):
+        routine = await s.call("soul_add", content="Backups run nightly", kind="routine")
+        await s.call("soul_add", content="Backups live on the NAS", kind="semantic_fact")
+        by_kind = await s.call("soul_query", query="backups", kind="routine")
+        future = await s.call("soul_query", query="backups", valid_at="2999-01-01")
+        past = await s.call("soul_query", query="backups", created_before="2000-01-01")
+        bad = await s.refused("soul_query", query="backups", valid_at="yesterday-ish")
+        return routine["id"], by_kind, future, past, bad
+
+    routine_id, by_kind, future, past, bad = with_server(soul_file, scenario)
+    assert [r["id"] for r in by_kind["results"]] == [routine_id]
+    assert len(future["results"]) == 2 and past["results"] == []
+    assert "valid_at must be an ISO 8601 date" in bad

@@ -463,40 +463,47 @@ class SoulGraph:
         recency_weight: float | None = None,
         tag: str | None = None,
         include_archived: bool = False,
+        where: Callable[[Node], bool] | None = None,
     ) -> list[Hit]:
         """Search: idf of the shared words, boosted by recency; `hint` adds a second query.
         Superseded, contradicted and archived memories only with `include_archived` (scored
-        by the words they share among themselves, marked via="archived")."""
+        by the words they share among themselves, marked via="archived"). `where` keeps only
+        the nodes it accepts (memory/filters.py builds it from kind and time ranges)."""
         weight = self.recency_weight if recency_weight is None else recency_weight
         if include_archived and len(self.archive_index):
-            return self._with_archived(text, k, hint, weight, tag)
+            return self._with_archived(text, k, hint, weight, tag, where)
         query_words = words(text)
         if hint:
             # A word in both the query and the hint counts twice: both ask for it.
-            return self._rank_exhaustive(query_words, words(hint), k, weight, tag)
-        if tag is not None:
-            return self._rank_exhaustive(query_words, set(), k, weight, tag)
+            return self._rank_exhaustive(query_words, words(hint), k, weight, tag, where)
+        if tag is not None or where is not None:
+            return self._rank_exhaustive(query_words, set(), k, weight, tag, where)
         return self._rank_pruned(query_words, k, weight)
 
-    def _with_archived(self, text: str, k: int, hint: str | None, weight: float, tag: str | None) -> list[Hit]:
-        hits = self.query(text, k, hint=hint, recency_weight=weight, tag=tag)
+    def _with_archived(self, text: str, k: int, hint: str | None, weight: float, tag: str | None,
+                       where: Callable[[Node], bool] | None = None) -> list[Hit]:
+        hits = self.query(text, k, hint=hint, recency_weight=weight, tag=tag, where=where)
         lexical = self.archive_index.lexical_scores(words(text) | (words(hint) if hint else set()))
         now = self.clock()
         for node_id, score in lexical.items():
             node = self.nodes[node_id]
-            if tag is not None and tag not in node.tags:
+            if (tag is not None and tag not in node.tags) or (where is not None and not where(node)):
                 continue
             recency = node.recency_score(now)
             hits.append(Hit(node, score * (1.0 + weight * recency / (1.0 + recency)), "archived"))
         return sorted(hits, key=lambda h: (-h.score, h.node.id))[:k]
 
-    def _rank_exhaustive(self, query_words: set[str], hint_words: set[str], k: int, weight: float, tag: str | None) -> list[Hit]:
+    def _rank_exhaustive(self, query_words: set[str], hint_words: set[str], k: int, weight: float, tag: str | None,
+                         where: Callable[[Node], bool] | None = None) -> list[Hit]:
         lexical = self.index.lexical_scores(query_words)
         for node_id, score in self.index.lexical_scores(hint_words).items():
             lexical[node_id] = lexical.get(node_id, 0.0) + score
         if tag is not None:
             allowed = self.tags.get(tag, set())
             lexical = {i: s for i, s in lexical.items() if i in allowed}
+        if where is not None:
+            nodes = self.nodes
+            lexical = {i: s for i, s in lexical.items() if where(nodes[i])}
         return self._top(lexical, k, weight)
 
     def _top(self, lexical: dict[str, float], k: int, weight: float, common: list[tuple[float, str]] = ()) -> list[Hit]:

@@ -27,7 +27,7 @@ from mcp.types import ToolAnnotations
 
 from soulgraph import __version__
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
-from soulgraph.memory import record, snapshot
+from soulgraph.memory import filters, record, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.server import memory_tools
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
@@ -208,11 +208,25 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     @server.tool(annotations=READ)
     async def soul_query(query: QueryText, limit: Limit = 10, hint: QueryText = "", tag: Tag | None = None,
                          include_archived: Annotated[bool, Field(description="Also search superseded, contradicted and archived memories.")] = False,
+                         kind: Kind | None = None,
+                         created_after: Annotated[str, Field(max_length=40, description="Only memories written at or after this ISO 8601 date/datetime (UTC if no zone).")] = "",
+                         created_before: Annotated[str, Field(max_length=40, description="Only memories written before this ISO 8601 date/datetime.")] = "",
+                         valid_at: Annotated[str, Field(max_length=40, description="What was true at this ISO 8601 date/datetime (superseded memories included).")] = "",
                          ) -> dict[str, Any]:
         """Plain search over memories: rarer shared words count more, recently used memories
-        rank a little higher. `hint` is a second query merged in; `tag` keeps only nodes with it."""
+        rank a little higher. `hint` is a second query merged in; `tag` keeps only nodes with it;
+        `kind` and the time filters narrow it further."""
+        try:
+            times = {name: filters.parse_time(value, name) if value else None for name, value in
+                     (("created_after", created_after), ("created_before", created_before), ("valid_at", valid_at))}
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        accept = filters.where(kinds=(kind,) if kind else (), created_after=times["created_after"],
+                               created_before=times["created_before"], true_at=times["valid_at"])
         graph = tools.read()
-        return {"results": tools.hits(graph.query(query, limit, hint=hint or None, tag=tag, include_archived=include_archived))}
+        found = graph.query(query, limit, hint=hint or None, tag=tag, where=accept,
+                            include_archived=include_archived or times["valid_at"] is not None)
+        return {"results": tools.hits(found)}
 
     @server.tool(annotations=READ)
     async def soul_hot(limit: Limit = 10) -> dict[str, Any]:
