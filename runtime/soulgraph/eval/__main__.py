@@ -1,4 +1,4 @@
-"""Command line: ``python -m soulgraph.eval {ledger,locomo,synth} …``."""
+"""Command line: ``python -m soulgraph.eval {ledger,locomo,supersede,synth} …``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from soulgraph.eval.locomo import read_locomo, replay_locomo
 from soulgraph.eval.replay import replay_ledger
 from soulgraph.eval.report import ledger_report, ledger_text, locomo_report, locomo_text
 from soulgraph.eval.retrievers import DEFAULT_METHODS, METHODS, parse_methods
+from soulgraph.eval.supersede import evaluate as evaluate_supersede, text as supersede_text
 from soulgraph.eval.synthetic import synthetic_ledger
 
 
@@ -34,6 +35,10 @@ def _parser() -> argparse.ArgumentParser:
     locomo.add_argument("--json", action="store_true")
     locomo.add_argument("--methods", help=methods_help)
 
+    supersede = commands.add_parser("supersede", help="does the current version rank above the one it replaced?")
+    supersede.add_argument("file")
+    supersede.add_argument("--json", action="store_true")
+
     synth = commands.add_parser("synth", help="write a synthetic ledger (for scale runs)")
     synth.add_argument("output")
     synth.add_argument("--tasks", type=int, default=50_000)
@@ -48,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
             with open(args.output, "w", encoding="utf-8") as handle:
                 json.dump(synthetic_ledger(args.tasks, seed=args.seed), handle)
             print(f"wrote {args.tasks:,} tasks to {args.output}")
+            return 0
+        if args.command == "supersede":
+            report = evaluate_supersede(args.file)
+            print(json.dumps(report, indent=2) if args.json else supersede_text(report))
             return 0
         methods = parse_methods(args.methods)
         if args.command == "ledger":
