@@ -428,23 +428,21 @@ class SoulFile:
             # records, not in a backup. So the change is made durable by a whole new snapshot
             # and journal, never by a record appended after the content.
             contents = [image["content"] for image in map(graph.before_image, forgotten) if image]
-            self._seq += 1
-            try:
-                self._compact(graph)
-            except BaseException:
-                self._seq -= 1
-                raise
+            self._snapshot_change(graph)
             self._scrub_backups(contents)
-            return
-        if self._can_append():
+        elif self._can_append():
             self._append({"seq": self._seq + 1, **change})
         else:  # no journal that continues the snapshot (a new file, schema 1, an interrupted compaction)
-            self._seq += 1
-            try:
-                self._compact(graph)
-            except BaseException:
-                self._seq -= 1
-                raise
+            self._snapshot_change(graph)
+
+    def _snapshot_change(self, graph: SoulGraph) -> None:
+        """Make the open change durable as a whole new snapshot (numbered as the next change)."""
+        self._seq += 1
+        try:
+            self._compact(graph)
+        except BaseException:
+            self._seq -= 1
+            raise
 
     def _can_append(self) -> bool:
         return (self._schema == SCHEMA and self._journal_fd >= 0 and self._journal_writable
