@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from soulgraph.server.toolsets import problem as toolset_problem  # names only: no MCP SDK
+
 # Variables every host has, with their defaults. Anything else in `vars` is passed on to the
 # roles' templates as it is.
 DEFAULTS: dict[str, Any] = {
@@ -201,15 +203,12 @@ def _mapping(value: Any, where: str, key: str) -> dict:
     return value
 
 
-TOOLSETS = ("graph", "memory")  # the runtime's MCP toolsets (soulgraph.server.TOOLSETS)
-
-
 def _check_vars(values: dict, where: str, key: str) -> None:
     for name in values:
         if not isinstance(name, str) or not name.isidentifier():
             raise InventoryError(f"{where}: {key}: {name!r} is not a valid variable name")
     if "soul_toolsets" in values:
-        chosen = str(values["soul_toolsets"]).split(",")
-        if "graph" not in chosen or not set(chosen) <= set(TOOLSETS):
+        wrong = toolset_problem(tuple(str(values["soul_toolsets"]).split(",")))
+        if wrong:
             raise InventoryError(f"{where}: {key}: soul_toolsets {values['soul_toolsets']!r} must be graph, "
-                                 f"optionally with more of {', '.join(TOOLSETS)} (e.g. graph,memory)")
+                                 f"optionally with more (e.g. graph,memory): {wrong}")

@@ -13,14 +13,14 @@ import posixpath
 import pytest
 import yaml
 
+from soulgraph.server.toolsets import TOOLSETS, tool_names
+
 EXPECTED_TOOLS = 13  # the default toolset, graph
 
 
 def expected_tools(toolsets: str) -> int:
     """How many tools the server serves for the inventory's soul_toolsets."""
-    from soulgraph.server.app import TOOLSETS  # operator-side: the runtime is installed here too
-
-    return sum(len(TOOLSETS[name]) for name in dict.fromkeys(toolsets.split(",")) if name in TOOLSETS)
+    return len(tool_names(tuple(dict.fromkeys(name for name in toolsets.split(",") if name in TOOLSETS))))
 SELF_CHECK_TIMEOUT = 180  # seconds; the MCP server starts in about one on an idle host
 
 

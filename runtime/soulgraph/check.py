@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from soulgraph.server import DEFAULT_TOOLSETS, tool_names
-from soulgraph.server.app import parse_toolsets
+from soulgraph.server.toolsets import DEFAULT_TOOLSETS, parse_toolsets, tool_names
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 
 

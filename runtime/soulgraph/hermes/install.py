@@ -32,7 +32,7 @@ from soulgraph.hermes.config import ConfigError, plan_entry
 from soulgraph.hermes.home import HermesHomeError, resolve_home
 from soulgraph.hermes.seed import seed_graph
 from soulgraph.hermes.skill import SKILL_NAME, SKILL_RELPATH, frontmatter, is_ours, skill_name, skill_text
-from soulgraph.server.app import DEFAULT_TOOLSETS, parse_toolsets
+from soulgraph.server.toolsets import DEFAULT_TOOLSETS, parse_toolsets
 from soulgraph.store import SoulFile, SoulFileError
 
 SERVER_NAME = "soul"

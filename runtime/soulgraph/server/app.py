@@ -30,29 +30,10 @@ from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
 from soulgraph.memory import filters, record, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.server import memory_tools
+from soulgraph.server.toolsets import DEFAULT_TOOLSETS, GRAPH_TOOLS, TOOLSETS, parse_toolsets, problem, tool_names  # noqa: F401
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 
-TOOL_NAMES = (
-    "soul_prime", "soul_related", "soul_query", "soul_hot", "soul_discover", "soul_by_tag",
-    "soul_add", "soul_link", "soul_pin", "soul_splay", "soul_explore", "soul_promote", "soul_summary",
-)
-# Toolsets are opt-in by name; the default serves exactly the 13 tools of seed 000, so
-# `hermes mcp test soul` and the fleet's check keep counting 13.
-TOOLSETS = {"graph": TOOL_NAMES, "memory": memory_tools.TOOL_NAMES}
-DEFAULT_TOOLSETS = ("graph",)
-
-
-def tool_names(toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> tuple[str, ...]:
-    return tuple(name for toolset in toolsets for name in TOOLSETS[toolset])
-
-
-def parse_toolsets(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    unknown = [name for name in names if name not in TOOLSETS]
-    if unknown or "graph" not in names:
-        problem = f"unknown toolset {', '.join(unknown)}" if unknown else "the graph toolset is always served"
-        raise argparse.ArgumentTypeError(f"{problem} (toolsets: {', '.join(TOOLSETS)})")
-    return names
+TOOL_NAMES = GRAPH_TOOLS  # the default server's tools
 
 # Bounds on what one call may ask for: an agent's memory entry is a paragraph, not a book.
 Content = Annotated[str, Field(min_length=1, max_length=10_000, description="The memory, decision or belief, in plain text.")]
@@ -162,9 +143,9 @@ def preload_after_handshake(soul: SoulFile):
 
 def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> MCPServer:
     """The server with the tools of `toolsets` (TOOLSETS); the default is the 13 graph tools."""
-    unknown = [name for name in toolsets if name not in TOOLSETS]
-    if unknown or "graph" not in toolsets:
-        raise ValueError(f"toolsets must include graph and be among {', '.join(TOOLSETS)}; got {', '.join(toolsets)}")
+    wrong = problem(tuple(toolsets))
+    if wrong:
+        raise ValueError(wrong)
     tools = SoulTools(soul)
     server = MCPServer(
         name="soul",

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from soulgraph.memory import lifecycle
 
-TOOL_NAMES = ("soul_update", "soul_merge", "soul_forget", "soul_history")
+from soulgraph.server.toolsets import MEMORY_TOOLS as TOOL_NAMES  # noqa: E402,F401
 
 NodeId = Annotated[str, Field(min_length=1, max_length=200, description="A node id, as returned by another soul_* tool (e.g. 'n42').")]
 Reason = Annotated[str, Field(max_length=1_000, description="Why, in a sentence; kept in the audit trail.")]

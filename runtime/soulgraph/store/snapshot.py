@@ -131,15 +131,12 @@ def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEI
     if type(audit) is not list or not all(type(entry) is dict for entry in audit):
         raise SnapshotError('"audit" must be a list of objects')
     try:
-        graph = _load_graph(nodes, data.get("next_id", 1), data.get("exploration"), clock, recency_weight)
+        graph = load_graph(nodes, next_id=data.get("next_id", 1), exploration=data.get("exploration"),
+                           clock=clock, recency_weight=recency_weight)
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotError(f"damaged soul graph ({exc})") from None
     graph.audit = audit
     return graph, schema, seq
-
-
-def _load_graph(records: list[Any], next_id: Any, exploration: Any, clock: Clock, recency_weight: float) -> SoulGraph:
-    return load_graph(records, next_id=next_id, exploration=exploration, clock=clock, recency_weight=recency_weight)
 
 
 def parse_node(record: Any) -> Node:
