@@ -163,6 +163,9 @@ class SoulGraph:
     def __init__(self, clock: Clock = time.time, recency_weight: float = DEFAULT_RECENCY_WEIGHT):
         self.clock = clock
         self.recency_weight = recency_weight
+        # How fast reinforcement fades without confirmation (memory/record.py); a setting of
+        # the store and the server (--strength-half-life-days).
+        self.strength_half_life = record.STRENGTH_HALF_LIFE
         self.nodes: dict[str, Node] = {}
         self.parents: dict[str, set[str]] = {}
         self.children: dict[str, set[str]] = {}
@@ -668,13 +671,17 @@ class SoulGraph:
             for node_id in scores.keys() & self.index.posting(word):
                 scores[node_id] += idf
 
-    def related(self, text: str, k: int = 10, *, hint: str | None = None, recency_weight: float | None = None) -> list[Hit]:
+    def related(self, text: str, k: int = 10, *, hint: str | None = None, recency_weight: float | None = None,
+                hits: list[Hit] | None = None) -> list[Hit]:
         """Search hits followed by their DAG parents and children.
 
         A neighbour inherits a share of its hit's score (parents more than children),
         so an old foundation under a strong recent hit outranks a weak direct match.
+        `hits`: the search hits to start from, when another ranking found them
+        (memory/ranking.py); by default this graph's `query`.
         """
-        hits = self.query(text, k, hint=hint, recency_weight=recency_weight)
+        if hits is None:
+            hits = self.query(text, k, hint=hint, recency_weight=recency_weight)
         best: dict[str, Hit] = {hit.node.id: hit for hit in hits}
         for hit in hits:
             for share, neighbours, relation in (

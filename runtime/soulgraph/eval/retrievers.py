@@ -17,6 +17,7 @@ from typing import Callable
 from soulgraph.eval.bm25 import BM25Index
 from soulgraph.engine.graph import SoulGraph
 from soulgraph.engine.index import words
+from soulgraph.memory import ranking
 
 
 class Retriever:
@@ -121,6 +122,25 @@ class SemanticSearch(_GraphRetriever):
         return [hit.node.id for hit in self.graph.query(text, k)]
 
 
+class Recall(_GraphRetriever):
+    """What soul_query returns: the graph's search, then trust, replacements and variety
+    (`memory/ranking.py`)."""
+
+    name = "recall"
+
+    def ask(self, text: str, k: int) -> list[str]:
+        return [hit.node.id for hit in ranking.recall(self.graph, text, k)]
+
+
+class RecallRelated(_GraphRetriever):
+    """What soul_related returns: recall's hits, then their DAG parents and children."""
+
+    name = "recall_related"
+
+    def ask(self, text: str, k: int) -> list[str]:
+        return [hit.node.id for hit in ranking.related(self.graph, text, k)]
+
+
 class Related(_GraphRetriever):
     """Search hits followed by their DAG parents and children."""
 
@@ -153,11 +173,14 @@ METHODS: dict[str, Callable[[SoulGraph], Retriever]] = {
     "keyword": lambda graph: Keyword(),
     "bm25": lambda graph: BM25(),
     "semantic_search": SemanticSearch,
+    "recall": Recall,
     "related": Related,
+    "recall_related": RecallRelated,
     "related_no_recency": RelatedNoRecency,
     "hot": Hot,
 }
-DEFAULT_METHODS = ["recent", "keyword", "bm25", "semantic_search", "related", "related_no_recency"]
+DEFAULT_METHODS = ["recent", "keyword", "bm25", "semantic_search", "related", "related_no_recency", "recall",
+                   "recall_related"]
 
 
 def parse_methods(spec: str | None) -> list[str]:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from soulgraph.engine.graph import SoulGraph
+from soulgraph.engine.graph import Hit, SoulGraph
 from soulgraph.eval.ledger import read_ledger
-from soulgraph.memory import lifecycle
+from soulgraph.memory import lifecycle, ranking
 
 REPLACED_STATUSES = {"superseded", "replaced"}
 
@@ -76,10 +76,11 @@ def _current(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return result
 
 
-def _score(graph: SoulGraph, tasks_by_id: dict[str, Any], pairs: list[tuple[str, str]], include_archived: bool) -> dict[str, float]:
+def _score(graph: SoulGraph, tasks_by_id: dict[str, Any], pairs: list[tuple[str, str]],
+           search: Callable[[SoulGraph, str], list[Hit]]) -> dict[str, float]:
     above = top5 = top10 = 0
     for old, new in _current(pairs):
-        ranked = [hit.node.id for hit in graph.query(tasks_by_id[old].title, 10, include_archived=include_archived)]
+        ranked = [hit.node.id for hit in search(graph, tasks_by_id[old].title)]
         rank_new = ranked.index(new) if new in ranked else None
         rank_old = ranked.index(old) if old in ranked else None
         if rank_new is not None and (rank_old is None or rank_new < rank_old):
@@ -94,21 +95,32 @@ def evaluate(path: str | Path) -> dict[str, Any]:
     tasks, pairs = supersede_pairs(path)
     by_id = {task.id: task for task in tasks}
     graph = _graph(tasks)
-    before = _score(graph, by_id, pairs, include_archived=False)
+    before = _score(graph, by_id, pairs, _engine_search)
     graph.begin()
     for old, new in pairs:
         if graph.nodes[old].status == "active":
             lifecycle.supersede(graph, old, new, writer="eval")
     graph.end()
-    after = _score(graph, by_id, pairs, include_archived=False)
+    after = _score(graph, by_id, pairs, _engine_search)
+    recalled = _score(graph, by_id, pairs, _recall)
     return {"ledger": str(path), "tasks": len(tasks), "pairs": len(pairs), "without_lifecycle": before,
-            "with_lifecycle": after}
+            "with_lifecycle": after, "with_lifecycle_recall": recalled}
+
+
+def _engine_search(graph: SoulGraph, text: str) -> list[Hit]:
+    return graph.query(text, 10)
+
+
+def _recall(graph: SoulGraph, text: str) -> list[Hit]:
+    """soul_query's ranking: a strong match on a replaced proposal brings its replacement."""
+    return ranking.recall(graph, text, 10)
 
 
 def text(report: dict[str, Any]) -> str:
     lines = [f"{report['ledger']}: {report['tasks']} tasks, {report['pairs']} replacement pairs",
-             f"{'':<20} {'new above old':>13} {'new in top 5':>12} {'new in top 10':>13}"]
-    for label, key in (("without lifecycle", "without_lifecycle"), ("with lifecycle", "with_lifecycle")):
+             f"{'':<22} {'new above old':>13} {'new in top 5':>12} {'new in top 10':>13}"]
+    for label, key in (("without lifecycle", "without_lifecycle"), ("with lifecycle", "with_lifecycle"),
+                       ("with lifecycle, recall", "with_lifecycle_recall")):
         row = report[key]
-        lines.append(f"{label:<20} {row['new_above_old']:>13.3f} {row['new_in_top5']:>12.3f} {row['new_in_top10']:>13.3f}")
+        lines.append(f"{label:<22} {row['new_above_old']:>13.3f} {row['new_in_top5']:>12.3f} {row['new_in_top10']:>13.3f}")
     return "\n".join(lines)

@@ -50,7 +50,8 @@ def confirm(graph: SoulGraph, node_id: str, *, writer: str) -> Node:
     """It was true again, or it helped: strength grows, last_confirmed_at is now."""
     node, before = _node(graph, node_id)
     now = graph.clock()
-    graph.update(node_id, strength=record.confirm(node.strength, node.confirmed_at, now, pinned=node.pinned),
+    graph.update(node_id, strength=record.confirm(node.strength, node.confirmed_at, now, pinned=node.pinned,
+                                                      half_life=graph.strength_half_life),
                  last_confirmed_at=now)
     _log(graph, "confirm", node_id, writer, before)
     return node
@@ -60,7 +61,7 @@ def weaken(graph: SoulGraph, node_id: str, *, writer: str, reason: str | None = 
     """Doubted: strength halves (from what is left of it now)."""
     node, before = _node(graph, node_id)
     now = graph.clock()
-    strength = record.weaken(node.strength, node.confirmed_at, now, pinned=node.pinned)
+    strength = record.weaken(node.strength, node.confirmed_at, now, pinned=node.pinned, half_life=graph.strength_half_life)
     graph.update(node_id, strength=strength, last_confirmed_at=now)
     _log(graph, "weaken", node_id, writer, before, reason=reason)
     return node
@@ -73,7 +74,8 @@ def contradict(graph: SoulGraph, node_id: str, by_id: str, *, writer: str, reaso
     graph.get(by_id)
     node, before = _node(graph, node_id)
     graph.update(node_id, status="contradicted")
-    graph.update(node_id, strength=record.weaken(node.strength, node.confirmed_at, graph.clock(), pinned=node.pinned))
+    graph.update(node_id, strength=record.weaken(node.strength, node.confirmed_at, graph.clock(), pinned=node.pinned,
+                                                       half_life=graph.strength_half_life))
     _log(graph, "contradict", node_id, writer, before, by=by_id, reason=reason)
     return node
 

@@ -98,8 +98,9 @@ DEFAULT_STRENGTH = 1.0
 DEFAULT_STATUS = "active"
 DEFAULT_PRIVACY = "normal"
 
-# Reinforcement halves every STRENGTH_HALF_LIFE seconds without confirmation (a setting:
-# `SoulGraph(strength_half_life=…)` will take it; 30 days by default).
+# Reinforcement halves every STRENGTH_HALF_LIFE seconds without confirmation: 30 days by
+# default, a setting (`SoulGraph.strength_half_life`, set by `SoulFile(strength_half_life=…)`
+# and `python -m soulgraph.mcp --strength-half-life-days N`).
 DAY = 86400.0
 STRENGTH_HALF_LIFE = 30 * DAY
 

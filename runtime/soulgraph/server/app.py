@@ -27,7 +27,7 @@ from mcp.types import ToolAnnotations
 
 from soulgraph import __version__
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
-from soulgraph.memory import filters, record, snapshot
+from soulgraph.memory import filters, ranking, record, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.server import memory_tools
 from soulgraph.server.toolsets import DEFAULT_TOOLSETS, GRAPH_TOOLS, TOOLSETS, parse_toolsets, problem, tool_names  # noqa: F401
@@ -184,7 +184,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         hit's DAG parents and children, so the old foundation under a recent match is found
         too. Use before building on earlier work."""
         graph = tools.read()
-        return {"results": tools.hits(graph.related(query, limit, hint=hint or None))}
+        return {"results": tools.hits(ranking.related(graph, query, limit, hint=hint or None))}
 
     @server.tool(annotations=READ)
     async def soul_query(query: QueryText, limit: Limit = 10, hint: QueryText = "", tag: Tag | None = None,
@@ -194,9 +194,10 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
                          created_before: Annotated[str, Field(max_length=40, description="Only memories written before this ISO 8601 date/datetime.")] = "",
                          valid_at: Annotated[str, Field(max_length=40, description="What was true at this ISO 8601 date/datetime (superseded memories included).")] = "",
                          ) -> dict[str, Any]:
-        """Plain search over memories: rarer shared words count more, recently used memories
-        rank a little higher. `hint` is a second query merged in; `tag` keeps only nodes with it;
-        `kind` and the time filters narrow it further."""
+        """Plain search over memories: rarer shared words count more; recently used, confirmed
+        and confident memories rank a little higher; near-copies do not crowd the list, and a
+        replaced memory that matches brings its replacement. `hint` is a second query merged
+        in; `tag` keeps only nodes with it; `kind` and the time filters narrow it further."""
         try:
             times = {name: filters.parse_time(value, name) if value else None for name, value in
                      (("created_after", created_after), ("created_before", created_before), ("valid_at", valid_at))}
@@ -205,8 +206,8 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         accept = filters.where(kinds=(kind,) if kind else (), created_after=times["created_after"],
                                created_before=times["created_before"], true_at=times["valid_at"])
         graph = tools.read()
-        found = graph.query(query, limit, hint=hint or None, tag=tag, where=accept,
-                            include_archived=include_archived or times["valid_at"] is not None)
+        found = ranking.recall(graph, query, limit, hint=hint or None, tag=tag, where=accept,
+                               include_archived=include_archived or times["valid_at"] is not None)
         return {"results": tools.hits(found)}
 
     @server.tool(annotations=READ)
@@ -276,7 +277,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         written = tools.change(lambda graph: explore_memory(graph, content, tags, parents=parents, where="soul_explore"))
         node = written.node
         graph = soul.loaded
-        related = graph.related(content, 5)
+        related = ranking.related(graph, content, 5)
         answer = {"hypothesis": {"id": node.id, "content": node.content, "tags": node.tags,
                                  "parents": sorted(graph.branch_parents[node.id])},
                   "related": tools.hits(related)}
@@ -304,13 +305,26 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     return server
 
 
+def _positive_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
+    if not (days > 0 and days < 1e6):
+        raise argparse.ArgumentTypeError(f"the half-life must be more than 0 and less than 1e6 days, got {text!r}")
+    return days
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m soulgraph.mcp", description="Serve a soul graph over MCP (stdio).")
     parser.add_argument("--soul-file", type=Path, help="the soul graph file (default: $HERMES_HOME/soul.json, else ~/.hermes/soul.json)")
     parser.add_argument("--toolsets", type=parse_toolsets, default=DEFAULT_TOOLSETS,
                         help=f"comma-separated, among {', '.join(TOOLSETS)} (default: graph, the 13 tools)")
+    parser.add_argument("--strength-half-life-days", type=_positive_days, default=record.STRENGTH_HALF_LIFE / 86400,
+                        metavar="DAYS", help="how fast a memory's reinforcement fades without confirmation (default: 30)")
     args = parser.parse_args(argv)
-    soul = SoulFile(args.soul_file or default_soul_file(), freeze=True)  # this process serves one graph
+    soul = SoulFile(args.soul_file or default_soul_file(), freeze=True,  # this process serves one graph
+                    strength_half_life=args.strength_half_life_days * 86400)
     try:
         still_to_read = soul.open_for_serving()  # refuse to start on a file we cannot read
     except SoulFileError as exc:

@@ -37,6 +37,7 @@ from typing import Iterator
 
 from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, SoulGraph
 from soulgraph.engine.load import paused_gc
+from soulgraph.memory import record
 from soulgraph.store import journal, snapshot
 from soulgraph.store.atomic import sweep_temp_files, write_atomically
 from soulgraph.store.journal import JournalError
@@ -78,7 +79,8 @@ class SoulFile:
 
     def __init__(self, path: str | os.PathLike[str], clock: Clock = time.time,
                  recency_weight: float = DEFAULT_RECENCY_WEIGHT, *, journal_share: float = 0.25,
-                 journal_min_bytes: int = 1 << 20, lock_timeout: float = 30.0, freeze: bool = False):
+                 journal_min_bytes: int = 1 << 20, lock_timeout: float = 30.0, freeze: bool = False,
+                 strength_half_life: float = record.STRENGTH_HALF_LIFE):
         """`freeze`: for a process that serves this one graph for its whole life (the MCP
         server). After each full read the process's objects are frozen out of the garbage
         collector's sight (`gc.freeze`), so no collection walks a big graph during a tool
@@ -91,6 +93,7 @@ class SoulFile:
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.clock = clock
         self.recency_weight = recency_weight
+        self.strength_half_life = strength_half_life  # given to every graph this file holds
         self.journal_share = journal_share
         self.journal_min_bytes = journal_min_bytes
         self.lock_timeout = lock_timeout
@@ -178,6 +181,7 @@ class SoulFile:
                 raise SoulFileError(self.path, f"{exc}; left untouched") from None
             sig, size = _signature(st), len(raw)
             del raw
+        graph.strength_half_life = self.strength_half_life
         self._graph, self._schema, self._snapshot_seq, self._snapshot_sig = graph, schema, seq, sig
         self._snapshot_size, self._seq, self._encoded = size, seq, {}
         self._open_journal()
@@ -575,6 +579,7 @@ class SoulFile:
         with self._mutex, self._locked():
             self._refuse_read_only()
             last = self._last_seq_on_disk()
+            graph.strength_half_life = self.strength_half_life
             self._graph, self._encoded = graph, {}
             self._schema = self._schema if self._schema is not None else SCHEMA
             self._seq = last + 1
