@@ -11,7 +11,9 @@ drives it. Measured per graph size:
 - soul_query / soul_related: tools/call round trips, p50 and p99;
 - writes: soul_add, soul_link, soul_pin, soul_splay round trips, p50 (and add's p99), each
   durable (fsynced) before it is answered;
-- engine: the graph's own time per question in-process (no transport), p50;
+- engine: the graph's own time per question in-process (no transport), p50: recall and
+  related as the tools rank them (memory/ranking.py; the engine's query and related when
+  PYTHONPATH points at a checkout older than that);
 - save of a whole soul.json, and a cold load of it in-process (parse, index, tree).
 """
 
@@ -34,6 +36,15 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 import synthetic  # noqa: E402
 from soulgraph.store import SoulFile  # noqa: E402
+
+try:  # what soul_query / soul_related rank by since issue 9
+    from soulgraph.memory.ranking import recall as tool_query, related as tool_related  # noqa: E402
+except ImportError:  # an older checkout: the tools used the engine's own search
+    def tool_query(graph, text, k):
+        return graph.query(text, k)
+
+    def tool_related(graph, text, k):
+        return graph.related(text, k)
 
 ECHO_SERVER = textwrap.dedent(
     """
@@ -132,9 +143,9 @@ def main() -> None:
         engine_q, engine_r = [], []
         for q in questions[:2000]:
             t0 = time.perf_counter()
-            graph.query(q, 10)
+            tool_query(graph, q, 10)
             t1 = time.perf_counter()
-            graph.related(q, 10)
+            tool_related(graph, q, 10)
             engine_r.append(time.perf_counter() - t1)
             engine_q.append(t1 - t0)
 

@@ -29,7 +29,10 @@ docs/eval.md what they change on the evaluation data.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
+from collections import Counter
 from typing import Callable
 
 from soulgraph.engine.graph import ACTIVE, Hit, Node, SoulGraph
@@ -45,7 +48,7 @@ DUPLICATE_MIN_WORDS = 3
 
 def pool(k: int) -> int:
     """How many engine hits recall re-ranks to return k: room for trust and variety to act."""
-    return max(2 * k, k + 10)
+    return k + max(5, k // 2)
 
 
 def trust(node: Node, now: float, half_life: float = record.STRENGTH_HALF_LIFE) -> float:
@@ -60,9 +63,11 @@ def ranking_strength(node: Node, now: float, half_life: float = record.STRENGTH_
     half-life; a weakened memory stays low until confirmed; age alone costs nothing (the
     engine's recency already favours what is in use, and old foundations are often what a
     question is after: docs/eval.md measured the loss when age counted here)."""
+    if node.strength <= record.DEFAULT_STRENGTH:
+        return node.strength  # what is left of it can only be less: the floor is the stored value
     left = record.effective_strength(node.strength, node.confirmed_at, now, pinned=node.pinned,
                                      half_life=half_life)
-    return max(left, min(node.strength, record.DEFAULT_STRENGTH))
+    return max(left, record.DEFAULT_STRENGTH)
 
 
 def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None, tag: str | None = None,
@@ -132,44 +137,83 @@ def _current(graph: SoulGraph, node: Node) -> Node | None:
 
 
 def diversify(ranked: list[Hit], k: int, mmr_lambda: float = MMR_LAMBDA, question: frozenset[str] = frozenset()) -> list[Hit]:
-    """Maximal marginal relevance over `ranked` (best first): k picked, each best by
-    ``λ · score / best − (1 − λ) · overlap``, overlap being the largest `similarity` to a
-    memory already picked, counted only from `DUPLICATE_OVERLAP` up (below it, two memories
-    are different answers, not copies)."""
+    """Maximal marginal relevance over `ranked` (best first, equal scores by id): k picked,
+    each best by ``λ · score / best − (1 − λ) · overlap`` (ties to the higher score, then the
+    smaller id), overlap being the largest similarity to a memory already picked (Jaccard on
+    `_copy_words`), counted only from `DUPLICATE_OVERLAP` up: below it, two memories are
+    different answers, not copies.
+
+    When no two of the first k are copies, the greedy pass would pick exactly those, in
+    order: that is checked first, and is the common case. Otherwise the copies among all the
+    candidates are found, then picked greedily and lazily: overlap never raises a candidate's
+    value above its first term, so candidates are looked at in score order and the look
+    stops at one whose first term cannot beat the best found."""
     if mmr_lambda >= 1.0 or len(ranked) <= 1:
         return ranked[:k]
-    best = ranked[0].score or 1.0
-    texts = {hit.node.id: words(hit.node.content) for hit in ranked}
+    if not _copies(ranked[:k], question):
+        return ranked[:k]
+    copies = _copies(ranked, question)
+    best_score = ranked[0].score or 1.0
     left = list(ranked)
     picked: list[Hit] = []
-    overlap = {hit.node.id: 0.0 for hit in ranked}  # the largest similarity to anything picked
+    overlap: dict[str, float] = {}  # the largest similarity to a result picked so far
     while left and len(picked) < k:
-        choice = max(left, key=lambda h: (mmr_lambda * h.score / best - (1 - mmr_lambda) * overlap[h.node.id],
-                                          h.score, _negated(h.node.id)))
-        left.remove(choice)
-        picked.append(choice)
-        chosen = texts[choice.node.id]
-        for hit in left:
-            other = texts[hit.node.id]
-            similarity = _similarity(chosen, other, question)
-            if similarity >= DUPLICATE_OVERLAP and similarity > overlap[hit.node.id]:
-                overlap[hit.node.id] = similarity
+        choice, choice_value = -1, 0.0
+        for position, hit in enumerate(left):
+            first = mmr_lambda * hit.score / best_score
+            if choice >= 0 and first <= choice_value:
+                break  # neither this nor any lower score can do better (a tie goes to the earlier)
+            value = first - (1 - mmr_lambda) * overlap.get(hit.node.id, 0.0)
+            if choice < 0 or value > choice_value:
+                choice, choice_value = position, value
+        hit = left.pop(choice)
+        picked.append(hit)
+        for other, similarity in copies.get(hit.node.id, ()):
+            if similarity > overlap.get(other, 0.0):
+                overlap[other] = similarity
     return picked
 
 
-def _similarity(a: set[str], b: set[str], question: frozenset[str]) -> float:
-    """Jaccard overlap of two memories' words beyond the question's: two answers that share
-    only what was asked are not copies of each other (two standards both named in the
-    question), two that also share what was not asked are. All words when nothing is left."""
-    if len(a) < DUPLICATE_MIN_WORDS or len(b) < DUPLICATE_MIN_WORDS:
-        return 0.0  # a name or a few words: too little to call two memories copies
-    rest_a, rest_b = a - question, b - question
-    if rest_a or rest_b:
-        a, b = rest_a, rest_b
-    if not a or not b:
-        return 0.0
-    shared = len(a & b)
-    return shared / (len(a) + len(b) - shared)
+def _copies(ranked: list[Hit], question: frozenset[str]) -> dict[str, list[tuple[str, float]]]:
+    """For each candidate, the others it is a copy of (similarity from `DUPLICATE_OVERLAP`).
+
+    Two copies share at least that share of each one's words, and only words that occur in
+    more than one candidate can be shared: a candidate with fewer of those has no copy, and
+    is not compared at all (most are not)."""
+    threshold = DUPLICATE_OVERLAP
+    sets = [_copy_words(hit.node.content, question) for hit in ranked]
+    counts = Counter(itertools.chain.from_iterable(sets))
+    repeated = {word for word, count in counts.items() if count > 1}
+    suspects = [i for i, words_of in enumerate(sets) if words_of and len(repeated.intersection(words_of)) >= threshold * len(words_of)]
+    copies: dict[str, list[tuple[str, float]]] = {}
+    for n, i in enumerate(suspects):
+        mine = sets[i]
+        for j in suspects[:n]:
+            other = sets[j]
+            shared = len(mine & other)
+            similarity = shared / (len(mine) + len(other) - shared)
+            if similarity >= threshold:
+                a, b = ranked[i].node.id, ranked[j].node.id
+                copies.setdefault(a, []).append((b, similarity))
+                copies.setdefault(b, []).append((a, similarity))
+    return copies
+
+
+def _copy_words(content: str, question: frozenset[str]) -> frozenset[str]:
+    """The words two memories are compared on to tell copies: those beyond the question's
+    (two answers that share only what was asked are not copies: two standards both named in
+    the question; two that also share what was not asked are), all of them when the question
+    covers every word, none (never a copy) for a memory under `DUPLICATE_MIN_WORDS` words: a
+    name or a few words is too little to call two memories the same."""
+    every = _word_set(content)
+    if len(every) < DUPLICATE_MIN_WORDS:
+        return frozenset()
+    return (every - question) or every
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_set(content: str) -> frozenset[str]:
+    return frozenset(words(content))
 
 
 class _negated:
