@@ -164,10 +164,14 @@ def test_soul_query_and_soul_related_rank_through_recall(tmp_path):
         return (old["id"], new["id"], unsure["id"], sure["id"],
                 await s.call("soul_query", query="backups NAS basement"),
                 await s.call("soul_query", query="ci runners images"),
-                await s.call("soul_related", query="backups NAS basement"))
+                await s.call("soul_related", query="backups NAS basement"),
+                await s.call("soul_query", query="backups NAS basement offsite", status="superseded"),
+                await s.refused("soul_query", query="backups", status="forgotten"))
 
-    old, new, unsure, sure, replaced, trusted, related = with_server(
+    old, new, unsure, sure, replaced, trusted, related, superseded, bad_status = with_server(
         tmp_path / "soul.json", scenario, extra_args=["--toolsets", "graph,memory", "--strength-half-life-days", "7"])
     assert [(r["id"], r["via"]) for r in replaced["results"]] == [(new, f"replaces {old}")]
     assert [r["id"] for r in trusted["results"]] == [sure, unsure]
     assert related["results"][0]["id"] == new
+    assert [(r["id"], r["via"]) for r in superseded["results"]] == [(old, "archived")]
+    assert "status" in bad_status and "forgotten" in bad_status

@@ -1,4 +1,4 @@
-"""Filters for recall: by kind, by when a memory was written, by when what it says was true.
+"""Filters for recall: by kind, by status, by when a memory was written, by when what it says was true.
 
 `where(...)` builds the predicate `SoulGraph.query(where=…)` applies. Times are seconds since
 the epoch; `parse_time` reads the ISO 8601 dates and datetimes the tools take ("2026-03-01",
@@ -33,14 +33,15 @@ def valid_at(node: Node, moment: float) -> bool:
     return start <= moment and (node.valid_to is None or moment < node.valid_to)
 
 
-def where(*, kinds: tuple[str, ...] = (), created_after: float | None = None, created_before: float | None = None,
-          true_at: float | None = None) -> Callable[[Node], bool] | None:
+def where(*, kinds: tuple[str, ...] = (), statuses: tuple[str, ...] = (), created_after: float | None = None,
+          created_before: float | None = None, true_at: float | None = None) -> Callable[[Node], bool] | None:
     """The predicate for these filters, or None when there are none."""
-    if not kinds and created_after is None and created_before is None and true_at is None:
+    if not kinds and not statuses and created_after is None and created_before is None and true_at is None:
         return None
 
     def accept(node: Node) -> bool:
         return ((not kinds or node.kind in kinds)
+                and (not statuses or node.status in statuses)
                 and (created_after is None or node.created_at >= created_after)
                 and (created_before is None or node.created_at < created_before)
                 and (true_at is None or valid_at(node, true_at)))

@@ -5,24 +5,26 @@ property tests compare it with a brute-force scan). Recall takes its best `pool(
 and then applies what the memory record knows, in three steps:
 
 1. Trust. Each hit's score is multiplied by
-   ``(0.5 + 0.5 · confidence) · (1 + STRENGTH_WEIGHT · s / (1 + s))``
-   where ``s`` is the memory's reinforcement now (`record.effective_strength`: its strength
-   halved every half-life without confirmation; pinned memories never decay). A memory
-   written with confidence 0.3 weighs 0.65 / 0.85 of one written with the default 0.7; a
-   memory confirmed a few times (s ≈ 3) weighs about 1.19 / 1.11 of a fresh unconfirmed one
-   (s = 1), and an old unconfirmed one (s → 0) 1 / 1.11 of it. The factors are bounded, so
-   a memory never outranks a much better match on trust alone.
+   ``(0.5 + 0.5 · confidence) · (1 + STRENGTH_WEIGHT · s / (1 + s))``, divided by that
+   product for a fresh memory at the defaults (confidence 0.7, s = 1), so such a memory keeps
+   the score the search gave it. ``s`` is `ranking_strength`: what is left of a
+   confirmation's lift (it fades with the half-life), never below a fresh memory's unless the
+   memory was weakened. A memory written with confidence 0.3 weighs 0.65 / 0.85 of one at the
+   default; one confirmed three times (s = 4) 1.2 / 1.125. The factors are bounded, so a
+   memory never outranks a much better match on trust alone.
 2. Replacements. A superseded memory that matches the question well (it would have made the
    top k) brings in the memory that replaced it (the end of its `superseded_by` chain),
    scored `REPLACEMENT_SHARE` of the old one, marked ``via="replaces <old id>"``: "what do I
    use for X" finds the new answer even when only the old one shares the question's words.
-3. Variety (maximal marginal relevance). The k results are picked one at a time, each the
-   candidate with the best ``λ · score / best score − (1 − λ) · similarity`` to the results
-   already picked, similarity being the Jaccard overlap of their word sets. With λ = `MMR_LAMBDA`
-   a near-copy of a result already picked loses its place to a different memory that matches
-   a little less, so five rewordings of one fact do not fill a top five.
+3. Variety (maximal marginal relevance). The first `MMR_DEPTH` results are picked one at a
+   time, each the candidate with the best ``λ · score / best score − (1 − λ) · overlap``,
+   overlap being its largest similarity to a result already picked: the Jaccard overlap of
+   their words beyond the question's, counted from `DUPLICATE_OVERLAP` up, between memories
+   of `DUPLICATE_MIN_WORDS` words or more. With λ = `MMR_LAMBDA` a near-copy of a result
+   already picked loses its place to a different memory that matches a little less, so five
+   rewordings of one fact do not fill a top five. A deeper list goes on in score order.
 
-Each result keeps its trust-weighted score; the order is the MMR order (a near-duplicate may
+Each result keeps its trust-weighted score; the order is the MMR order (a near-copy may
 appear below a lower score). docs/soul-graph.md shows the formulas with real output and
 docs/eval.md what they change on the evaluation data.
 """
@@ -43,18 +45,28 @@ STRENGTH_WEIGHT = 0.25
 REPLACEMENT_SHARE = 0.95
 MMR_LAMBDA = 0.5
 DUPLICATE_OVERLAP = 0.6
+MMR_DEPTH = 10  # how many of the first results the pass orders
 DUPLICATE_MIN_WORDS = 3
 
 
 def pool(k: int) -> int:
     """How many engine hits recall re-ranks to return k: room for trust and variety to act."""
-    return k + max(5, k // 2)
+    return k + max(5, k // 4)
 
 
 def trust(node: Node, now: float, half_life: float = record.STRENGTH_HALF_LIFE) -> float:
-    """The factor confidence and reinforcement put on a memory's score (see the module text)."""
-    strength = ranking_strength(node, now, half_life)
-    return (0.5 + 0.5 * node.confidence) * (1.0 + STRENGTH_WEIGHT * strength / (1.0 + strength))
+    """The factor confidence and reinforcement put on a memory's score, relative to a fresh
+    memory at the defaults (whose score it leaves as the search found it; see the module text)."""
+    if node.confidence == record.DEFAULT_CONFIDENCE and node.strength == record.DEFAULT_STRENGTH:
+        return 1.0  # the defaults: ranking strength 1, the common case
+    return _raw_trust(node.confidence, ranking_strength(node, now, half_life)) / _DEFAULT_TRUST
+
+
+def _raw_trust(confidence: float, strength: float) -> float:
+    return (0.5 + 0.5 * confidence) * (1.0 + STRENGTH_WEIGHT * strength / (1.0 + strength))
+
+
+_DEFAULT_TRUST = _raw_trust(record.DEFAULT_CONFIDENCE, record.DEFAULT_STRENGTH)
 
 
 def ranking_strength(node: Node, now: float, half_life: float = record.STRENGTH_HALF_LIFE) -> float:
@@ -79,11 +91,18 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
     found = graph.query(text, pool(k), hint=hint, tag=tag, include_archived=include_archived, where=where,
                         recency_weight=recency_weight)
     now, half_life = graph.clock(), graph.strength_half_life
-    hits = {hit.node.id: Hit(hit.node, hit.score * trust(hit.node, now, half_life), hit.via) for hit in found}
+    hits: dict[str, Hit] = {}
+    reordered = False
+    for hit in found:
+        factor = trust(hit.node, now, half_life)
+        if factor != 1.0:
+            hit, reordered = Hit(hit.node, hit.score * factor, hit.via), True
+        hits[hit.node.id] = hit
     for hit in _replacements(graph, text, hint, hits, k, tag, where, now, half_life):
         if hit.node.id not in hits or hits[hit.node.id].score < hit.score:
-            hits[hit.node.id] = hit
-    ranked = sorted(hits.values(), key=lambda h: (-h.score, h.node.id))
+            hits[hit.node.id], reordered = hit, True
+    # The search's own order is (-score, id) already, unless a score changed here.
+    ranked = sorted(hits.values(), key=lambda h: (-h.score, h.node.id)) if reordered else found
     question = frozenset(words(text) | (words(hint) if hint else set()))
     return diversify(ranked, k, MMR_LAMBDA if mmr_lambda is None else mmr_lambda, question)
 
@@ -143,21 +162,25 @@ def diversify(ranked: list[Hit], k: int, mmr_lambda: float = MMR_LAMBDA, questio
     `_copy_words`), counted only from `DUPLICATE_OVERLAP` up: below it, two memories are
     different answers, not copies.
 
-    When no two of the first k are copies, the greedy pass would pick exactly those, in
-    order: that is checked first, and is the common case. Otherwise the copies among all the
-    candidates are found, then picked greedily and lazily: overlap never raises a candidate's
+    The pass orders the first `MMR_DEPTH` results (near-copies crowd the top of a list; a
+    deep list then goes on in score order). When no two of those are copies, the greedy pass
+    would pick exactly them, in order: that is checked first, and is the common case.
+    Otherwise the copies among their candidates are found, then picked greedily and lazily: overlap never raises a candidate's
     value above its first term, so candidates are looked at in score order and the look
     stops at one whose first term cannot beat the best found."""
     if mmr_lambda >= 1.0 or len(ranked) <= 1:
         return ranked[:k]
-    if not _copies(ranked[:k], question):
+    head = min(k, MMR_DEPTH)
+    if not _copies(ranked[:head], question):
         return ranked[:k]
-    copies = _copies(ranked, question)
+    # The pass picks the first `head` results from the candidates for that many; the rest
+    # follow in score order (a deep list costs what a short one does).
+    left = ranked[:pool(head)]
+    copies = _copies(left, question)
     best_score = ranked[0].score or 1.0
-    left = list(ranked)
     picked: list[Hit] = []
     overlap: dict[str, float] = {}  # the largest similarity to a result picked so far
-    while left and len(picked) < k:
+    while left and len(picked) < head:
         choice, choice_value = -1, 0.0
         for position, hit in enumerate(left):
             first = mmr_lambda * hit.score / best_score
@@ -171,27 +194,48 @@ def diversify(ranked: list[Hit], k: int, mmr_lambda: float = MMR_LAMBDA, questio
         for other, similarity in copies.get(hit.node.id, ()):
             if similarity > overlap.get(other, 0.0):
                 overlap[other] = similarity
-    return picked
+    chosen = {hit.node.id for hit in picked}
+    return picked + [hit for hit in ranked if hit.node.id not in chosen][: k - len(picked)]
 
 
 def _copies(ranked: list[Hit], question: frozenset[str]) -> dict[str, list[tuple[str, float]]]:
     """For each candidate, the others it is a copy of (similarity from `DUPLICATE_OVERLAP`).
 
-    Two copies share at least that share of each one's words, and only words that occur in
-    more than one candidate can be shared: a candidate with fewer of those has no copy, and
-    is not compared at all (most are not)."""
+    Two copies share at least that share of each one's words, and only words found in more
+    than one candidate can be shared: a candidate with fewer of those has no copy (most have
+    none). The rest meet by prefix filtering (the AllPairs join): with every word set in one
+    order, rarest among the candidates first, two sets of Jaccard t or more share a word
+    among the first ``n − ceil(t · n) + 1`` of each (n: its size); only pairs that meet there,
+    of sizes within a factor t, are compared."""
     threshold = DUPLICATE_OVERLAP
     sets = [_copy_words(hit.node.content, question) for hit in ranked]
     counts = Counter(itertools.chain.from_iterable(sets))
     repeated = {word for word, count in counts.items() if count > 1}
-    suspects = [i for i, words_of in enumerate(sets) if words_of and len(repeated.intersection(words_of)) >= threshold * len(words_of)]
+    suspects = [i for i, words_of in enumerate(sets)
+                if words_of and len(repeated.intersection(words_of)) >= threshold * len(words_of)]
     copies: dict[str, list[tuple[str, float]]] = {}
-    for n, i in enumerate(suspects):
+    if len(suspects) < 2:
+        return copies
+    # One total order of the words: by how many candidates hold them, then by first sight.
+    rank = {word: position for position, word in enumerate(sorted(counts, key=counts.__getitem__))}
+    suspects.sort(key=lambda i: len(sets[i]))
+    prefixes: dict[str, list[int]] = {}  # word -> the (smaller) sets holding it in their prefix
+    for i in suspects:
         mine = sets[i]
-        for j in suspects[:n]:
+        size = len(mine)
+        prefix = sorted(mine, key=rank.__getitem__)[: size - math.ceil(threshold * size - 1e-9) + 1]
+        met: set[int] = set()
+        for word in prefix:
+            holders = prefixes.setdefault(word, [])
+            met.update(holders)
+            holders.append(i)
+        least = threshold * size  # Jaccard is at most the smaller size over the larger
+        for j in met:
             other = sets[j]
+            if len(other) < least:
+                continue
             shared = len(mine & other)
-            similarity = shared / (len(mine) + len(other) - shared)
+            similarity = shared / (size + len(other) - shared)
             if similarity >= threshold:
                 a, b = ranked[i].node.id, ranked[j].node.id
                 copies.setdefault(a, []).append((b, similarity))

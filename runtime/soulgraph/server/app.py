@@ -45,6 +45,7 @@ Parents = Annotated[list[NodeId], Field(max_length=32, description="Ids of exist
 Limit = Annotated[int, Field(ge=1, le=100, description="How many nodes to return at most.")]
 Depth = Annotated[int, Field(ge=1, le=6, description="How many edges to follow.")]
 Kind = Annotated[Literal[record.KINDS], Field(description="What sort of memory it is (default: note; axiom when pinned).")]
+Status = Annotated[Literal[record.STATUSES], Field(description="Only memories of this status (superseded, contradicted and archived ones included).")]
 Source = Annotated[str, Field(max_length=500, description="Where it came from, e.g. 'user said', a URL, a file (default: this tool).")]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -190,6 +191,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     async def soul_query(query: QueryText, limit: Limit = 10, hint: QueryText = "", tag: Tag | None = None,
                          include_archived: Annotated[bool, Field(description="Also search superseded, contradicted and archived memories.")] = False,
                          kind: Kind | None = None,
+                         status: Status | None = None,
                          created_after: Annotated[str, Field(max_length=40, description="Only memories written at or after this ISO 8601 date/datetime (UTC if no zone).")] = "",
                          created_before: Annotated[str, Field(max_length=40, description="Only memories written before this ISO 8601 date/datetime.")] = "",
                          valid_at: Annotated[str, Field(max_length=40, description="What was true at this ISO 8601 date/datetime (superseded memories included).")] = "",
@@ -197,17 +199,19 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         """Plain search over memories: rarer shared words count more; recently used, confirmed
         and confident memories rank a little higher; near-copies do not crowd the list, and a
         replaced memory that matches brings its replacement. `hint` is a second query merged
-        in; `tag` keeps only nodes with it; `kind` and the time filters narrow it further."""
+        in; `tag` keeps only nodes with it; `kind`, `status` and the time filters narrow it further."""
         try:
             times = {name: filters.parse_time(value, name) if value else None for name, value in
                      (("created_after", created_after), ("created_before", created_before), ("valid_at", valid_at))}
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        accept = filters.where(kinds=(kind,) if kind else (), created_after=times["created_after"],
-                               created_before=times["created_before"], true_at=times["valid_at"])
+        accept = filters.where(kinds=(kind,) if kind else (), statuses=(status,) if status else (),
+                               created_after=times["created_after"], created_before=times["created_before"],
+                               true_at=times["valid_at"])
         graph = tools.read()
+        out_of_recall_too = include_archived or times["valid_at"] is not None or status not in (None, record.DEFAULT_STATUS)
         found = ranking.recall(graph, query, limit, hint=hint or None, tag=tag, where=accept,
-                               include_archived=include_archived or times["valid_at"] is not None)
+                               include_archived=out_of_recall_too)
         return {"results": tools.hits(found)}
 
     @server.tool(annotations=READ)
