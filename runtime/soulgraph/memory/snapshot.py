@@ -8,7 +8,8 @@ longer than `max_chars` (default 2,200, Hermes' own MEMORY.md budget). Sections,
     Commitments   goal_or_commitment
     Preferences   preference, communication_preference
     Projects      project
-    Recent        the hottest other memories
+    Recent        the hottest other memories (not the conversation turns the Hermes provider
+                  records: what mattered in them is promoted into typed memories)
 
 Within a section the hottest come first (at most 64 are looked at per section, so the build
 stays well under 2 ms however big the graph) (the splay tree's key: use count and last use, not
@@ -50,10 +51,17 @@ def _hottest(nodes: Iterable[Node]) -> list[Node]:
     return heapq.nsmallest(CANDIDATES, nodes, key=lambda node: (-node.recency_key, node.id))
 
 
+# Conversation turns the Hermes provider records word for word: what mattered in them is
+# promoted into typed memories (hermes/consolidate.py); the raw turns stay out of the block.
+CONVERSATION_SOURCES = frozenset({"hermes:sync_turn", "hermes:session"})
+
+
 def _recent(graph: SoulGraph) -> Iterator[Node]:
-    """The hottest memories that are not pinned, straight off the splay tree."""
+    """The hottest memories that are not pinned, straight off the splay tree (recorded
+    conversation turns left out)."""
     nodes = graph.nodes
-    return (nodes[node_id] for _key, node_id in graph.order.descending() if not nodes[node_id].pinned)
+    return (node for _key, node_id in graph.order.descending()
+            if not (node := nodes[node_id]).pinned and node.source not in CONVERSATION_SOURCES)
 
 
 def _in_recall(node: Node) -> bool:

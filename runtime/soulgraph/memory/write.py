@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
 from soulgraph.memory import record
-from soulgraph.memory.scanner import SecretRefused, refuse_secrets
+from soulgraph.memory.scanner import SecretRefused, refuse_secrets, scan
 
 FLAGGED = "flagged"  # metadata key: the scanner rules an injection-marked memory matched
 
@@ -49,6 +49,24 @@ def scan_text(texts: Iterable[str], where: str) -> tuple[str, ...]:
             raise RefusedMemory(str(exc)) from None
         rules.update(f.rule for f in result.injections)
     return tuple(sorted(rules))
+
+
+def redact_secrets(text: str) -> tuple[str, tuple[str, ...]]:
+    """`text` with every secret the scanner finds replaced by ``[secret removed: <rule>]``,
+    and the rules that fired. For writers that keep the rest of a text rather than refuse it
+    all (a conversation turn in which the user pasted a key)."""
+    found = scan(text).secrets
+    if not found:
+        return text, ()
+    parts, end = [], 0
+    for finding in sorted(found, key=lambda f: f.start):
+        if finding.start < end:  # overlapping matches: the first one's cut covers it
+            end = max(end, finding.end)
+            continue
+        parts += [text[end:finding.start], f"[secret removed: {finding.rule}]"]
+        end = finding.end
+    parts.append(text[end:])
+    return "".join(parts), tuple(sorted({f.rule for f in found}))
 
 
 def remember(graph: SoulGraph, content: str, tags: Iterable[str] = (), *, writer: str,

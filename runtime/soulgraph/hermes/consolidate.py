@@ -1,0 +1,134 @@
+"""Consolidation: what a Hermes session said that should outlive its turns.
+
+Run by the provider before Hermes compresses a conversation (`on_pre_compress`) and when a
+session ends (`on_session_end`). It reads the session's turn memories not yet consolidated
+and promotes the user's sentences that state a preference, a commitment, a decision, a
+lesson or a fact about themselves into typed memories, each built on the turn it came from.
+Deterministic rules, no model call: a sentence is promoted when one of `RULES` matches it.
+A promoted sentence already held as an active memory of the same kind is confirmed (its
+strength grows) instead of added twice. Each turn is marked consolidated (metadata), so a
+second pass over the same session adds nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from soulgraph.engine.graph import ACTIVE, SoulGraph
+from soulgraph.hermes.turns import session_turns
+from soulgraph.memory import lifecycle
+from soulgraph.memory.write import RefusedMemory, remember
+
+CONSOLIDATED = "consolidated"  # turn metadata key
+MAX_SENTENCE = 300
+WRITER = "hermes:consolidate"
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    tag: str
+    pattern: re.Pattern[str]
+
+
+def _rule(kind: str, tag: str, *phrases: str) -> Rule:
+    return Rule(kind, tag, re.compile(r"\b(?:" + "|".join(phrases) + r")\b", re.IGNORECASE))
+
+
+# First match wins, so the narrower kinds come first.
+RULES = (
+    _rule("communication_preference", "preference",
+          r"(?:please\s+)?(?:be|keep it)\s+(?:brief|concise|short|terse)", r"no emojis?",
+          r"(?:answer|reply|respond|write)\s+(?:to me\s+)?in\s+\w+", r"call me", r"don'?t call me"),
+    _rule("preference", "preference",
+          r"i\s+(?:really\s+|much\s+|do\s+)?(?:prefer|like|love|enjoy|hate|dislike|can'?t stand|don'?t like)",
+          r"my fav(?:ou)?rite", r"i'?d rather", r"i would rather"),
+    _rule("goal_or_commitment", "commitment",
+          r"i(?:'ll| will| am going to|'m going to| plan to| intend to| promised to| need to| have to| must)",
+          r"remind me", r"deadline", r"due (?:on|by)", r"my goal"),
+    _rule("semantic_fact", "decision",
+          r"(?:we|i)\s+(?:have\s+)?(?:decided|agreed|chose|settled on|went with)", r"let'?s go with",
+          r"the decision is"),
+    _rule("tool_or_workflow_lesson", "lesson",
+          r"lesson(?:s)? learned", r"next time", r"turns out", r"the (?:fix|trick|problem|cause) (?:was|is)",
+          r"don'?t forget to", r"always remember to"),
+    _rule("semantic_fact", "about-user",
+          r"my name is", r"i(?:'m| am) (?:a|an) \w+", r"i (?:work|live|grew up) (?:at|in|for|as|on)",
+          r"i(?:'m| am) from", r"my (?:wife|husband|partner|son|daughter|kids?|dog|cat|boss|team|manager)"),
+)
+
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+
+
+@dataclass
+class Consolidation:
+    added: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, id, content)
+    confirmed: list[tuple[str, str]] = field(default_factory=list)  # (kind, id)
+    refused: int = 0  # sentences the scanner refused
+    turns: int = 0
+
+    def summary(self, limit: int = 1200) -> str:
+        """What was kept, as lines for Hermes' compression prompt (empty when nothing was)."""
+        lines = [f"- {kind}: {content}" for kind, _id, content in self.added]
+        if not lines:
+            return ""
+        text = "Kept in the soul graph from this conversation:\n"
+        for line in lines:
+            if len(text) + len(line) + 1 > limit:
+                break
+            text += line + "\n"
+        return text.rstrip("\n")
+
+
+def consolidate(graph: SoulGraph, session_id: str) -> Consolidation:
+    """Promote what the session's unconsolidated turns said (inside `SoulFile.change()`)."""
+    result = Consolidation()
+    for turn in session_turns(graph, session_id):
+        if turn.metadata.get(CONSOLIDATED):
+            continue
+        result.turns += 1
+        for sentence in user_sentences(turn.content):
+            rule = match(sentence)
+            if rule is None:
+                continue
+            existing = _same(graph, sentence, rule.kind)
+            if existing is not None:
+                lifecycle.confirm(graph, existing, writer=WRITER)
+                result.confirmed.append((rule.kind, existing))
+                continue
+            try:
+                written = remember(graph, sentence, [rule.tag], writer=WRITER, parents=[turn.id], kind=rule.kind,
+                                   source="hermes:consolidate", source_ref=turn.source_ref, where="consolidate")
+            except RefusedMemory:
+                result.refused += 1
+                continue
+            result.added.append((rule.kind, written.node.id, sentence))
+        graph.update(turn.id, metadata={**turn.metadata, CONSOLIDATED: True})
+    return result
+
+
+def user_sentences(turn_content: str) -> list[str]:
+    """The sentences of a turn memory's `User:` line."""
+    for line in turn_content.splitlines():
+        if line.startswith("User: "):
+            return [s.strip() for s in _SENTENCE.findall(line[len("User: "):]) if len(s.strip()) > 3][:50]
+    return []
+
+
+def match(sentence: str) -> Rule | None:
+    if len(sentence) > MAX_SENTENCE:
+        return None  # a paragraph is not one memory
+    for rule in RULES:
+        if rule.pattern.search(sentence):
+            return rule
+    return None
+
+
+def _same(graph: SoulGraph, sentence: str, kind: str) -> str | None:
+    wanted = " ".join(sentence.lower().split())
+    for node_id in graph.kinds.get(kind, ()):
+        node = graph.nodes[node_id]
+        if node.status == ACTIVE and " ".join(node.content.lower().split()) == wanted:
+            return node_id
+    return None

@@ -1,0 +1,110 @@
+"""Conversation turns as episodic memories: what the Hermes provider's `sync_turn` writes.
+
+Each Hermes session gets a session node; each completed turn becomes an `episodic_event`
+memory built on the turn before it (the first on the session node), so the DAG keeps the
+conversation's order and `related` walks from a recalled turn to its neighbours. Tags:
+`session:<id>` on both, `turn` on turns. Provenance: source `hermes:sync_turn`, source_ref
+`<session id>#<turn number>`, writer the platform user id when Hermes gives one.
+
+What a turn keeps: the user's words (up to `USER_CHARS`), the assistant's answer (up to
+`ASSISTANT_CHARS`), the names of the tools it used, and a tool's result only when it is short
+(`TOOL_RESULT_CHARS`): a fetched web page or a file dump is not a memory. Secrets are cut out
+before anything is written (`memory.write.redact_secrets`), and the scanner then checks the
+whole text as for any write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from soulgraph.engine.graph import Node, SoulGraph
+from soulgraph.memory.write import redact_secrets, remember
+
+USER_CHARS = 1500
+ASSISTANT_CHARS = 800
+TOOL_RESULT_CHARS = 160
+TURN_TAG = "turn"
+SOURCE = "hermes:sync_turn"
+
+
+def session_tag(session_id: str) -> str:
+    return f"session:{session_id or 'unnamed'}"
+
+
+@dataclass
+class TurnWritten:
+    node: Node
+    redacted: tuple[str, ...]  # the secret rules whose matches were cut out
+    warnings: list[str]
+
+
+def record_turn(graph: SoulGraph, user: str, assistant: str, *, session_id: str, platform: str = "",
+                user_id: str = "", messages: list[dict[str, Any]] | None = None) -> TurnWritten:
+    """Add one completed turn to `graph` (inside `SoulFile.change()`), chained after the
+    session's last turn."""
+    tag = session_tag(session_id)
+    turns = session_turns(graph, session_id)
+    parent = turns[-1] if turns else _session_node(graph, session_id, platform, user_id)
+    text, redacted = redact_secrets(turn_text(user, assistant, messages))
+    number = len(turns) + 1
+    written = remember(graph, text, [tag, TURN_TAG], writer=user_id or "hermes", parents=[parent.id],
+                       kind="episodic_event", source=SOURCE, source_ref=f"{session_id}#{number}",
+                       metadata={"platform": platform, "turn": number}, where="sync_turn")
+    return TurnWritten(written.node, redacted, written.warnings)
+
+
+def session_turns(graph: SoulGraph, session_id: str) -> list[Node]:
+    """The session's turn memories in the order they were written."""
+    ids = graph.tags.get(session_tag(session_id), set()) & graph.tags.get(TURN_TAG, set())
+    return sorted((graph.nodes[i] for i in ids), key=lambda n: (n.metadata.get("turn", 0), n.created_at, n.id))
+
+
+def _session_node(graph: SoulGraph, session_id: str, platform: str, user_id: str) -> Node:
+    tag = session_tag(session_id)
+    for node_id in sorted(graph.tags.get(tag, ())):
+        node = graph.nodes[node_id]
+        if TURN_TAG not in node.tags:
+            return node
+    when = datetime.fromtimestamp(graph.clock(), timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    where = f" on {platform}" if platform else ""
+    return remember(graph, f"Hermes session {session_id or 'unnamed'}{where}, {when}", [tag],
+                    writer=user_id or "hermes", kind="episodic_event", source="hermes:session",
+                    source_ref=session_id or None, metadata={"platform": platform}, where="sync_turn").node
+
+
+def turn_text(user: str, assistant: str, messages: Iterable[dict[str, Any]] | None = None) -> str:
+    """The text a turn is remembered by (see the module text)."""
+    lines = [f"User: {_cut(user, USER_CHARS)}"]
+    tools = _tool_lines(list(messages or ()))
+    lines += tools
+    if assistant and assistant.strip():
+        lines.append(f"Assistant: {_cut(assistant, ASSISTANT_CHARS)}")
+    return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _tool_lines(messages: list[dict[str, Any]]) -> list[str]:
+    """The tools used since the turn's user message: names, and short results only."""
+    start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1) + 1
+    names: dict[str, str] = {}  # tool call id -> tool name
+    lines = []
+    for message in messages[start:]:
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            names[str(call.get("id"))] = str(function.get("name") or call.get("name") or "tool")
+        if message.get("role") == "tool":
+            name = names.get(str(message.get("tool_call_id")), message.get("name") or "tool")
+            result = message.get("content")
+            result = result if isinstance(result, str) else str(result or "")
+            result = " ".join(result.split())
+            if len(result) <= TOOL_RESULT_CHARS:
+                lines.append(f"Tool {name}: {result}")
+            else:
+                lines.append(f"Tool {name}: (a result of {len(result):,} characters, not kept)")
+    return lines
