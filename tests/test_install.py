@@ -17,8 +17,10 @@ from soulgraph.hermes.skill import SKILL_RELPATH, skill_text
 
 REPORT_KEYS = {
     "hermes_home", "profile", "check", "status", "config", "mcp_server", "backup", "config_diff",
-    "seed", "seed_nodes", "soul_file", "skill", "skill_file", "warnings", "errors",
+    "seed", "seed_nodes", "soul_file", "skill", "skill_file", "plugin", "plugin_dir", "memory_provider",
+    "memory_provider_before", "warnings", "errors",
 }
+PROVIDER_LINE = "  provider: soulgraph  # managed by python -m soulgraph.install"
 
 
 def load(path: Path):
@@ -33,7 +35,14 @@ def without_our_entry(text: str) -> str:
     end = start + 1
     while end < len(lines) and (len(lines[end]) - len(lines[end].lstrip()) > indent) and lines[end].strip():
         end += 1
-    return "".join(lines[:start] + lines[end:])
+    lines = lines[:start] + lines[end:]
+    # And the memory provider line, with a `memory:` section it made.
+    at = next((i for i, line in enumerate(lines) if line.rstrip("\r\n") == PROVIDER_LINE), None)
+    if at is not None:
+        del lines[at]
+        if lines[at - 1].rstrip("\r\n") == "memory:" and (at == len(lines) or not lines[at].startswith(" ")):
+            del lines[at - 1]
+    return "".join(lines)
 
 
 @pytest.fixture
@@ -61,6 +70,8 @@ def test_first_install_adds_entry_seed_and_skill(home, capsys):
         "config": str(home / "config.yaml"), "mcp_server": "added", "backup": None, "config_diff": "",
         "seed": "created", "seed_nodes": 17, "soul_file": str(home / "soul.json"),
         "skill": "installed", "skill_file": str(home / SKILL_RELPATH), "warnings": [], "errors": [],
+        "plugin": "installed", "plugin_dir": str(home / "plugins" / "soulgraph"),
+        "memory_provider": "selected", "memory_provider_before": None,
     }
     entry = load(home / "config.yaml")["mcp_servers"]["soul"]
     assert entry == {
@@ -151,7 +162,7 @@ def test_crlf_config_and_missing_final_newline(home):
     install(home, python="/p/python")
     data = config.read_bytes()
     assert data.startswith(b"model:\r\n  default: x\r\nmcp_servers:\r\n  other:\r\n    command: x\r\n  soul:")
-    assert data.endswith(b"\r\ndisplay: {}")
+    assert data.endswith(b"\r\ndisplay: {}\r\nmemory:\r\n" + PROVIDER_LINE.encode() + b"\r\n")
     assert b"\n" not in data.replace(b"\r\n", b"")
 
 

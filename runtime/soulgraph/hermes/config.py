@@ -227,3 +227,45 @@ def _dump_whole(text: str, name: str, entry: dict[str, Any]) -> str:
     buf = io.StringIO()
     yaml.dump(doc, buf)
     return buf.getvalue()
+
+
+def plan_remove_entry(text: str, name: str, label: str = "config.yaml") -> ConfigEdit:
+    """config.yaml without `mcp_servers.<name>` (an `mcp_servers` left empty goes too)."""
+    doc = _load(text, label)
+    servers = doc.get(SERVERS_KEY) if isinstance(doc, dict) else None
+    if not isinstance(servers, dict) or name not in servers:
+        return ConfigEdit("absent", text, text, {})
+    expected = plain(doc)
+    del expected[SERVERS_KEY][name]
+    if not expected[SERVERS_KEY]:
+        del expected[SERVERS_KEY]
+    new_text, warnings = _cut_entry(text, doc, name), []
+    if new_text is None or plain(_load(new_text, label) or {}) != expected:
+        yaml = YAML(typ="rt")
+        yaml.preserve_quotes = True
+        yaml.width = 4096
+        whole = yaml.load(text)
+        del whole[SERVERS_KEY][name]
+        if not whole[SERVERS_KEY]:
+            del whole[SERVERS_KEY]
+        buf = io.StringIO()
+        yaml.dump(whole, buf)
+        new_text = buf.getvalue()
+        warnings.append(f"{label}: its layout could not be edited in place, so ruamel.yaml re-wrote it")
+        if plain(_load(new_text, label) or {}) != expected:
+            raise ConfigError(f"{label}: could not remove {SERVERS_KEY}.{name} without changing other settings; left untouched")
+    return ConfigEdit("removed", text, new_text, {}, warnings)
+
+
+def _cut_entry(text: str, doc: Any, name: str) -> str | None:
+    lines = text.splitlines(keepends=True)
+    servers = doc[SERVERS_KEY]
+    top = doc.lc.key(SERVERS_KEY)[0]
+    if doc.lc.key(SERVERS_KEY)[1] != 0 or not _is_block(servers, top):
+        return None
+    top_end = _trim(lines, top, _value_end(doc, SERVERS_KEY, len(lines)))
+    if len(servers) == 1:
+        return "".join(lines[:top] + lines[top_end:])
+    start = servers.lc.key(name)[0]
+    end = _trim(lines, start, _value_end(servers, name, top_end))
+    return "".join(lines[:start] + lines[end:])

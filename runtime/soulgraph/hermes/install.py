@@ -1,24 +1,30 @@
 """Install the soul graph into a Hermes home: `python -m soulgraph.install`.
 
-Three idempotent changes, reported as one JSON object on stdout:
+Idempotent changes, reported as one JSON object on stdout:
 
 1. MCP server: `mcp_servers.soul` in config.yaml runs `python -m soulgraph.mcp` with this
    runtime's own Python and an explicit `--soul-file <home>/soul.json` (Hermes passes a
-   stdio server no HERMES_HOME). Only our entry's lines change; config.yaml is backed up
-   first and replaced atomically with its mode kept.
-2. Seed: when soul.json does not exist, it is built from SOUL.md and the memories.
+   stdio server no HERMES_HOME). Only our entry's lines change.
+2. Memory provider: the plugin folder plugins/soulgraph/ (hermes/plugin_files.py) and
+   `memory.provider: soulgraph` in config.yaml, unless it names another provider: the user's
+   choice stays unless `--memory-provider soulgraph` (`none` leaves both alone).
+   config.yaml is written once for 1 and 2, after a backup, atomically, its mode kept; the
+   copy from before our first change is kept in .soulgraph/ (hermes/install_state.py).
+3. Seed: when soul.json does not exist, it is built from SOUL.md and the memories.
    An existing soul.json is never touched; an unreadable one is reported.
-3. Skill: skills/soul-graph/SKILL.md, only next to the MCP entry; a hand-written skill
+4. Skill: skills/soul-graph/SKILL.md, only next to the MCP entry; a hand-written skill
    of that name is left alone.
 
-A home without config.yaml is skipped. Exit status: 0 when everything is in place
-(changed or not, or skipped), 1 on any error. `--check` changes nothing and reports
-what would change, with the config.yaml diff (also printed to stderr).
+`--remove` undoes 1, 2 and 4 (hermes/uninstall.py); soul.json stays. A home without
+config.yaml is skipped. Exit status: 0 when everything is in place (changed or not, or
+skipped), 1 on any error. `--check` changes nothing and reports what would change, with the
+config.yaml diff (also printed to stderr).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import shutil
@@ -28,18 +34,19 @@ from pathlib import Path
 from typing import Any
 
 from soulgraph.store.atomic import write_atomically
+from soulgraph.hermes import install_state, plugin_files
 from soulgraph.hermes.config import ConfigError, plan_entry
+from soulgraph.hermes.provider_config import plan_provider
 from soulgraph.hermes.home import HermesHomeError, resolve_home
 from soulgraph.hermes.seed import seed_graph
+from soulgraph.hermes.uninstall import uninstall
 from soulgraph.hermes.skill import SKILL_NAME, SKILL_RELPATH, frontmatter, is_ours, skill_name, skill_text
 from soulgraph.server.toolsets import DEFAULT_TOOLSETS, parse_toolsets
 from soulgraph.store import SoulFile, SoulFileError
 
 SERVER_NAME = "soul"
 SOUL_FILE = "soul.json"
-# Our calls answer in milliseconds; a minute is for a host under heavy load.
-TOOL_TIMEOUT = 60
-CONNECT_TIMEOUT = 30
+MEMORY_PROVIDER_CHOICES = ("auto", "soulgraph", "none")
 
 SKILL_LEFT_ALONE = "hand-written, left alone"
 SEED_CORRUPT = "corrupt, left alone"
@@ -67,13 +74,22 @@ def new_report(home: Path | None, profile: str | None, check: bool) -> dict[str,
         "soul_file": str(base / SOUL_FILE) if home else None,
         "skill": "skipped",  # installed | updated | unchanged | hand-written, left alone | skipped | error
         "skill_file": str(base / SKILL_RELPATH) if home else None,
+        "plugin": "skipped",  # installed | updated | unchanged | someone else's, left alone | skipped | error
+        "plugin_dir": str(plugin_files.plugin_dir(base)) if home else None,
+        "memory_provider": "skipped",  # selected | unchanged | taken | replaced | skipped | error
+        "memory_provider_before": None,
         "warnings": [],
         "errors": [],
     }
 
 
 def install(hermes_home: str | os.PathLike[str] | None = None, *, check: bool = False,
-            python: str | None = None, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> dict[str, Any]:
+            python: str | None = None, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS,
+            memory_provider: str = "auto") -> dict[str, Any]:
+    """`memory_provider`: auto (install the plugin; select it when no other provider is
+    chosen), soulgraph (select it even over another), none (leave plugins and provider alone)."""
+    if memory_provider not in MEMORY_PROVIDER_CHOICES:
+        raise ValueError(f"memory_provider must be one of {', '.join(MEMORY_PROVIDER_CHOICES)}, got {memory_provider!r}")
     try:
         resolved = resolve_home(hermes_home)
     except HermesHomeError as exc:
@@ -90,53 +106,96 @@ def install(hermes_home: str | os.PathLike[str] | None = None, *, check: bool = 
         report["warnings"].append(f"no Hermes config.yaml in {home}: not a Hermes home in use, skipped")
         return report
 
-    _install_mcp_entry(report, config, home / SOUL_FILE, python, check, toolsets)
+    plugin = plugin_files.plan(home, server_python(python), home / SOUL_FILE) if memory_provider != "none" else None
+    _install_config(report, home, config, home / SOUL_FILE, python, check, toolsets, memory_provider, plugin)
     if report["mcp_server"] != "error":
         _install_seed(report, home, check)
         _install_skill(report, home, check)
     if report["errors"]:
         report["status"] = "error"
-    elif any(report[k] in ("added", "updated", "created", "installed") for k in ("mcp_server", "seed", "skill")):
+    elif any(report[k] in ("added", "updated", "created", "installed", "selected", "replaced")
+             for k in ("mcp_server", "seed", "skill", "plugin", "memory_provider")):
         report["status"] = "changed"
     return report
 
 
-# ------------------------------------------------------------------ 1. the MCP entry
-def _install_mcp_entry(report: dict[str, Any], config: Path, soul_file: Path,
-                       python: str | None, check: bool, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> None:
-    # The default toolset is not spelled out, so entries written before toolsets existed stay as they are.
-    chosen = [] if tuple(toolsets) == DEFAULT_TOOLSETS else ["--toolsets", ",".join(toolsets)]
-    managed = {
-        "command": server_python(python),
-        "args": ["-m", "soulgraph.mcp", "--soul-file", str(soul_file), *chosen],
-        # Without these Hermes adds four resource/prompt helper tools we do not serve.
-        "tools": {"resources": False, "prompts": False},
-    }
-    defaults = {"enabled": True, "timeout": TOOL_TIMEOUT, "connect_timeout": CONNECT_TIMEOUT}
+# ------------------------------------------------------------------ 1. config.yaml: MCP entry and provider
+def _install_config(report: dict[str, Any], home: Path, config: Path, soul_file: Path, python: str | None,
+                    check: bool, toolsets: tuple[str, ...], memory_provider: str,
+                    plugin: plugin_files.PluginPlan | None) -> None:
+    """Both config.yaml edits, planned on the text in turn; then the plugin's files, then
+    config.yaml written once. Nothing is written when either edit cannot be made."""
     target = config.resolve()  # a symlinked config.yaml (dotfiles) is edited where it lives
     try:
-        raw = target.read_bytes()
-        text = raw.decode("utf-8")
+        text = target.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         return _fail(report, "mcp_server", f"{config} is not UTF-8 text; left untouched")
     except OSError as exc:
         return _fail(report, "mcp_server", f"{config} cannot be read ({exc.strerror}); left untouched")
     try:
-        edit = plan_entry(text, SERVER_NAME, managed, defaults, label=str(config))
+        edit = plan_entry(text, SERVER_NAME, mcp_entry(soul_file, python, toolsets), ENTRY_DEFAULTS, label=str(config))
     except ConfigError as exc:
         return _fail(report, "mcp_server", str(exc))
     report["mcp_server"] = edit.status
     report["warnings"] += edit.warnings
-    if edit.status == "unchanged":
+    new_text = edit.new_text
+    provider_before: Any = _MISSING
+    if plugin is not None:
+        report["plugin"] = plugin.status
+        if plugin.status == plugin_files.SOMEONE_ELSES:
+            report["warnings"].append(f"{plugin.folder} is not ours (no settings.json from soulgraph.install); "
+                                      "left alone, and the provider not selected")
+    if plugin is not None and plugin.status != plugin_files.SOMEONE_ELSES:
+        try:
+            chosen = plan_provider(new_text, take_over=memory_provider == "soulgraph", label=str(config))
+        except ConfigError as exc:
+            _fail(report, "memory_provider", str(exc))
+        else:
+            report["memory_provider"], report["memory_provider_before"] = chosen.status, chosen.before
+            report["warnings"] += chosen.warnings
+            new_text = chosen.new_text
+            if chosen.status in ("selected", "replaced"):
+                provider_before = chosen.before
+    if report["memory_provider"] == "error":
         return
-    report["config_diff"] = edit.diff(str(config))
+    if plugin is not None and plugin.status in ("installed", "updated") and not check:
+        try:
+            if not plugin.folder.parent.exists():
+                install_state.note(home, created_plugins_dir=True)  # so --remove takes it away again
+            plugin_files.write(plugin)
+        except OSError as exc:
+            return _fail(report, "plugin", f"{plugin.folder} could not be written ({exc}); config.yaml left as it was")
+    if new_text == text:
+        return
+    report["config_diff"] = "".join(difflib.unified_diff(
+        text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+        fromfile=str(config), tofile=f"{config} (after install)"))
     if check:
         return
     try:
         report["backup"] = str(_backup(target))
-        write_atomically(target, edit.new_text.encode("utf-8"))
+        install_state.before_change(home, target, text.encode("utf-8"))
+        write_atomically(target, new_text.encode("utf-8"))
+        install_state.after_change(home, new_text.encode("utf-8"),
+                                   **({} if provider_before is _MISSING else {"provider_before": provider_before}))
     except OSError as exc:
         _fail(report, "mcp_server", f"{config} could not be written ({exc}); left as it was")
+
+
+_MISSING = object()
+# Our calls answer in milliseconds; a minute is for a host under heavy load.
+ENTRY_DEFAULTS = {"enabled": True, "timeout": 60, "connect_timeout": 30}
+
+
+def mcp_entry(soul_file: Path, python: str | None, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> dict[str, Any]:
+    # The default toolset is not spelled out, so entries written before toolsets existed stay as they are.
+    chosen = [] if tuple(toolsets) == DEFAULT_TOOLSETS else ["--toolsets", ",".join(toolsets)]
+    return {
+        "command": server_python(python),
+        "args": ["-m", "soulgraph.mcp", "--soul-file", str(soul_file), *chosen],
+        # Without these Hermes adds four resource/prompt helper tools we do not serve.
+        "tools": {"resources": False, "prompts": False},
+    }
 
 
 def _backup(path: Path) -> Path:
@@ -238,10 +297,21 @@ def main(argv: list[str] | None = None) -> int:
                         default=None)
     parser.add_argument("--toolsets", type=parse_toolsets, default=DEFAULT_TOOLSETS,
                         help="the toolsets the Hermes entry serves, e.g. graph,memory (default: graph, the 13 tools)")
+    parser.add_argument("--memory-provider", choices=MEMORY_PROVIDER_CHOICES, default="auto",
+                        help="auto: install the soulgraph memory provider plugin and select it unless config.yaml "
+                        "names another provider; soulgraph: select it even then; none: leave plugins and "
+                        "memory.provider alone (default: %(default)s)")
+    parser.add_argument("--remove", action="store_true",
+                        help="take everything out again: config.yaml as it was before the first install "
+                        "(byte for byte when untouched since), the skill, the plugin; soul.json is kept")
     args = parser.parse_args(argv)
-    report = install(args.hermes_home, check=args.check, python=args.python, toolsets=args.toolsets)
+    if args.remove:
+        report = uninstall(args.hermes_home, check=args.check)
+    else:
+        report = install(args.hermes_home, check=args.check, python=args.python, toolsets=args.toolsets,
+                         memory_provider=args.memory_provider)
     print(json.dumps(report, indent=2, ensure_ascii=False))
-    if args.check and report["config_diff"]:
+    if args.check and report.get("config_diff"):
         print(report["config_diff"], file=sys.stderr, end="")
     return 1 if report["status"] == "error" else 0
 
