@@ -41,7 +41,11 @@ DEFAULTS: dict[str, Any] = {
     "python": "/usr/bin/python3",
     "gateway_restart_command": None,  # replaces the systemd/launchd restart
     "soul_toolsets": "graph",  # the MCP toolsets Hermes gets: graph (the 13 tools), or graph,memory
+    # The Hermes memory provider: auto (installed; selected unless the host's config.yaml names
+    # another provider), soulgraph (selected even then), none (not installed, provider left alone).
+    "soul_memory_provider": "auto",
 }
+MEMORY_PROVIDER_CHOICES = ("auto", "soulgraph", "none")
 HOST_KEYS = set(DEFAULTS) | {"address"}
 GROUP_KEYS = {"hosts", "children", "vars"}
 PLATFORMS = ("linux", "macos")
@@ -212,3 +216,6 @@ def _check_vars(values: dict, where: str, key: str) -> None:
         if wrong:
             raise InventoryError(f"{where}: {key}: soul_toolsets {values['soul_toolsets']!r} must be graph, "
                                  f"optionally with more (e.g. graph,memory): {wrong}")
+    if "soul_memory_provider" in values and values["soul_memory_provider"] not in MEMORY_PROVIDER_CHOICES:
+        raise InventoryError(f"{where}: {key}: soul_memory_provider {values['soul_memory_provider']!r} must be one "
+                             f"of {', '.join(MEMORY_PROVIDER_CHOICES)}")

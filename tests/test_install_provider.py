@@ -83,3 +83,13 @@ def test_none_leaves_plugins_and_the_provider_alone_and_check_changes_nothing(he
     answer = json.loads(capsys.readouterr().out)
     assert code == 0 and answer["check"] and answer["config"] == "restored"
     assert {p: p.read_bytes() for p in hermes_home.rglob("*") if p.is_file()} == before
+
+
+def test_a_memory_section_we_cannot_edit_costs_the_provider_not_the_mcp_entry(hermes_home):
+    config = hermes_home / "config.yaml"
+    config.write_text(config.read_text() + "\nmemory: [not, a, mapping]\n")
+    report = install(hermes_home, python=PYTHON)
+    assert report["status"] == "error" and report["memory_provider"] == "error" and report["mcp_server"] == "added"
+    assert any("memory is a list" in e for e in report["errors"])
+    assert "soulgraph.mcp" in config.read_text() and "memory: [not, a, mapping]" in config.read_text()
+    assert not (hermes_home / "plugins" / "soulgraph").exists()

@@ -27,7 +27,7 @@ from tests.lab import FakeCommand, Lab
 pytestmark = pytest.mark.lab
 
 SHA = "5e1f0c0ffee5e1f0c0ffee5e1f0c0ffee5e1f0c0"
-CHECKS = ["runtime_imports", "current_release", "mcp_entry", "soul_file_private", "skill_present",
+CHECKS = ["runtime_imports", "current_release", "mcp_entry", "memory_provider", "soul_file_private", "skill_present",
           "mcp_tools"]
 
 

@@ -28,6 +28,7 @@ class VerifyTarget:
     runtime_dir: str = DEFAULT_RUNTIME_DIR
     local: bool = False
     toolsets: str = "graph"  # the inventory's soul_toolsets: what the Hermes entry serves
+    memory_provider: str = "auto"  # the inventory's soul_memory_provider
 
     @classmethod
     def from_inventory(cls, host) -> "VerifyTarget":
@@ -36,12 +37,14 @@ class VerifyTarget:
         if host.local:
             return cls(host.name, local=True, hermes_home=v.get("hermes_home") or DEFAULT_HERMES_HOME,
                        runtime_dir=v.get("runtime_dir") or DEFAULT_RUNTIME_DIR,
-                       toolsets=str(v.get("soul_toolsets") or "graph"))
+                       toolsets=str(v.get("soul_toolsets") or "graph"),
+                       memory_provider=str(v.get("soul_memory_provider") or "auto"))
         return cls(host.name, v["address"], int(v.get("port") or 22), v.get("user"),
                    str(v["key"]) if v.get("key") else None, str(v.get("known_hosts") or ""),
                    v.get("hermes_home") or DEFAULT_HERMES_HOME,
                    v.get("runtime_dir") or DEFAULT_RUNTIME_DIR,
-                   toolsets=str(v.get("soul_toolsets") or "graph"))
+                   toolsets=str(v.get("soul_toolsets") or "graph"),
+                   memory_provider=str(v.get("soul_memory_provider") or "auto"))
 
     def __post_init__(self) -> None:
         if not self.local and not self.known_hosts:
@@ -56,11 +59,13 @@ class HostLayout:
     runtime_dir: str
     hermes_home: str
     toolsets: str = "graph"
+    memory_provider: str = "auto"
 
     @classmethod
     def of(cls, target: VerifyTarget, home: str) -> "HostLayout":
         return cls(runtime_dir=expand_home(target.runtime_dir, home),
-                   hermes_home=expand_home(target.hermes_home, home), toolsets=target.toolsets)
+                   hermes_home=expand_home(target.hermes_home, home), toolsets=target.toolsets,
+                   memory_provider=target.memory_provider)
 
     @property
     def toolset_args(self) -> list[str]:
@@ -92,6 +97,11 @@ class HostLayout:
     @property
     def soul_file(self) -> str:
         return posixpath.join(self.hermes_home, "soul.json")
+
+    @property
+    def plugin(self) -> str:
+        """The memory provider plugin's folder."""
+        return posixpath.join(self.hermes_home, "plugins", "soulgraph")
 
     @property
     def skill(self) -> str:

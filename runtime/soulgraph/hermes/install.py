@@ -156,9 +156,9 @@ def _install_config(report: dict[str, Any], home: Path, config: Path, soul_file:
             new_text = chosen.new_text
             if chosen.status in ("selected", "replaced"):
                 provider_before = chosen.before
-    if report["memory_provider"] == "error":
-        return
-    if plugin is not None and plugin.status in ("installed", "updated") and not check:
+    # A memory section we cannot edit costs the provider, not the MCP entry: that is still written.
+    if plugin is not None and plugin.status in ("installed", "updated") and not check \
+            and report["memory_provider"] != "error":
         try:
             if not plugin.folder.parent.exists():
                 install_state.note(home, created_plugins_dir=True)  # so --remove takes it away again
