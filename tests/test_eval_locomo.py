@@ -70,3 +70,22 @@ def test_report_and_cli(capsys):
     data = json.loads(capsys.readouterr().out)
     assert list(data["overall"]["methods"]) == ["bm25", "keyword"]
     assert set(data["overall"]["methods"]["bm25"]) == {"recall@1", "recall@5", "recall@10", "recall@20", "mrr"}
+
+
+def test_locomo_through_the_memory_provider(capsys):
+    """Turns in through sync_turn, questions out through prefetch's recall: scored on what was
+    injected, within the budget, beside the direct figures of the same run."""
+    from soulgraph.eval.provider import METHOD, replay
+
+    result = replay(read_locomo(FIXTURE), budget=1500, limit=8)
+    questions = {q.subject: q for q in result["questions"]}
+    assert len(questions) == 6 and result["stats"]["turns"] == 9
+    assert all(chars <= 1500 for chars in result["injected_chars"])
+    assert all(items <= 8 for items in result["injected_items"])
+    assert recall_at(questions["fixture-1 q3"], METHOD, 1) == 1.0  # "snapped", the first memory injected
+    assert "recall" in questions["fixture-1 q3"].ranks  # the direct figures, same questions
+    # A budget that fits one line injects one memory.
+    tight = replay(read_locomo(FIXTURE), budget=60, limit=8)
+    assert max(tight["injected_items"]) == 1
+    assert main(["provider", str(FIXTURE), "--budget", "600"]) == 0
+    assert "through the memory provider" in capsys.readouterr().out

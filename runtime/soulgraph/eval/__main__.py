@@ -1,4 +1,4 @@
-"""Command line: ``python -m soulgraph.eval {ledger,locomo,supersede,synth} …``."""
+"""Command line: ``python -m soulgraph.eval {ledger,locomo,supersede,provider,synth} …``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 
 from soulgraph.eval.ledger import read_ledger
 from soulgraph.eval.locomo import read_locomo, replay_locomo
+from soulgraph.eval.provider import replay as replay_provider, text as provider_text
 from soulgraph.eval.replay import replay_ledger
 from soulgraph.eval.report import ledger_report, ledger_text, locomo_report, locomo_text
 from soulgraph.eval.retrievers import DEFAULT_METHODS, METHODS, parse_methods
@@ -39,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     supersede.add_argument("file")
     supersede.add_argument("--json", action="store_true")
 
+    provider = commands.add_parser("provider", help="LoCoMo through the Hermes memory provider: sync_turn in, prefetch out")
+    provider.add_argument("file")
+    provider.add_argument("--budget", type=int, default=1500, help="characters prefetch may inject (default 1500)")
+    provider.add_argument("--limit", type=int, default=8, help="memories prefetch may inject (default 8)")
+
     synth = commands.add_parser("synth", help="write a synthetic ledger (for scale runs)")
     synth.add_argument("output")
     synth.add_argument("--tasks", type=int, default=50_000)
@@ -57,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "supersede":
             report = evaluate_supersede(args.file)
             print(json.dumps(report, indent=2) if args.json else supersede_text(report))
+            return 0
+        if args.command == "provider":
+            result = replay_provider(read_locomo(args.file), budget=args.budget, limit=args.limit)
+            print(provider_text(args.file, result))
             return 0
         methods = parse_methods(args.methods)
         if args.command == "ledger":
