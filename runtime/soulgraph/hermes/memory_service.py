@@ -88,7 +88,10 @@ class MemoryService:
         characters; the current session's own turns are left out (they are in the context)."""
         graph = self.graph()
         skip = graph.tags.get(turns.session_tag(skip_session), set()) if skip_session else set()
-        hits = [h for h in ranking.related(graph, query, int(limit) + len(skip) + 2)
+        # Asked a little deeper to make up for the session's own turns left out, but never
+        # deeper than twice the limit: a long session must not make every recall a deep one.
+        depth = int(limit) + min(len(skip), int(limit)) + 2
+        hits = [h for h in ranking.related(graph, query, depth)
                 if h.node.id not in skip and h.node.privacy == "normal" and h.node.source != "hermes:session"]
         hits = hits[: int(limit)]
         lines, ids, used = [], [], 0

@@ -1,0 +1,120 @@
+"""What the soul graph memory provider adds to a Hermes turn, as Hermes' own loop sees it.
+
+    .venv/bin/python bench/bench_provider.py [--nodes 10000] [--turns 300]
+
+A synthetic soul file (bench/synthetic.py) and a throwaway Hermes home with the plugin
+installed. Then, in Hermes' own venv, Hermes' `MemoryManager` (agent/memory_manager.py, the
+object `run_agent` calls each turn) with one external provider:
+
+- baseline: a provider that does nothing (what Hermes' own machinery costs: it runs an
+  external provider's prefetch on a thread of its own and joins it);
+- soulgraph: our plugin, loaded by Hermes' plugin loader, its memory service started from
+  this venv on the soul file.
+
+Per turn: `prefetch_all(question)` (the turn waits for it), then `sync_all(user, assistant)`
+(queued; the time is what the turn pays to queue it), then, outside the timing,
+`flush_pending` so writes cannot pile up. p50/p99 in ms, and the ratio to the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import synthetic  # noqa: E402
+from soulgraph.hermes import plugin_files  # noqa: E402
+from soulgraph.store import SoulFile  # noqa: E402
+from tests import hermes_client  # noqa: E402
+
+NOOP_PLUGIN = textwrap.dedent('''
+    from agent.memory_provider import MemoryProvider
+
+    class NoopProvider(MemoryProvider):
+        name = "noop"
+        def is_available(self): return True
+        def initialize(self, session_id, **kwargs): pass
+        def get_tool_schemas(self): return []
+        def prefetch(self, query, *, session_id=""): return ""
+
+    def register(ctx):
+        ctx.register_memory_provider(NoopProvider())
+''')
+
+DRIVER = textwrap.dedent('''
+    import json, sys, time
+    from agent.memory_manager import MemoryManager
+    from plugins.memory import load_memory_provider
+    name, home, turns = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    questions = json.loads(sys.stdin.read())
+    manager = MemoryManager()
+    manager.add_provider(load_memory_provider(name))
+    manager.initialize_all(session_id="bench", hermes_home=home, platform="cli", agent_context="primary")
+    block = manager.build_system_prompt()  # waits for the frozen snapshot, as session start does
+    prefetch, sync, injected = [], [], 0
+    for i in range(turns):
+        q = questions[i % len(questions)]
+        t0 = time.perf_counter()
+        text = manager.prefetch_all(q, session_id="bench")
+        t1 = time.perf_counter()
+        manager.sync_all(q, "noted: " + q, session_id="bench")
+        t2 = time.perf_counter()
+        prefetch.append(t1 - t0); sync.append(t2 - t1); injected += bool(text)
+        manager.flush_pending(timeout=30)
+    manager.shutdown_all()
+    print(json.dumps({"prefetch": prefetch, "sync": sync, "injected": injected, "block_chars": len(block)}))
+''')
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def run(python: Path, home: Path, provider: str, turns: int, questions: list[str]) -> dict:
+    proc = subprocess.run([str(python), "-c", DRIVER, provider, str(home), str(turns)], input=json.dumps(questions),
+                          capture_output=True, text=True, timeout=600, env=hermes_client.hermes_env(home))
+    if proc.returncode != 0:
+        raise SystemExit(f"{provider}: the driver failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=10_000)
+    parser.add_argument("--turns", type=int, default=300)
+    args = parser.parse_args()
+    python = hermes_client.ensure_hermes_venv().parent / "python"
+    with tempfile.TemporaryDirectory(prefix="bench-provider-") as folder:
+        home = hermes_client.make_hermes_home(Path(folder) / "home")
+        soul_file = home / "soul.json"
+        SoulFile(soul_file).save(synthetic.build(args.nodes))
+        plugin_files.write(plugin_files.plan(home, sys.executable, soul_file))
+        noop = home / "plugins" / "noop"
+        noop.mkdir(parents=True)
+        (noop / "__init__.py").write_text(NOOP_PLUGIN)
+        questions = synthetic.questions(200)
+        results = {name: run(python, home, name, args.turns, questions) for name in ("noop", "soulgraph")}
+    base = results["noop"]
+    print(f"python {sys.version.split()[0]} (driver: Hermes' venv), {args.nodes:,}-node soul file, {args.turns} turns; "
+          f"ms per turn")
+    print(f"{'provider':<10} | {'prefetch p50/p99':>16} | {'x base p50':>10} | {'sync_all p50/p99':>16} | injected | block chars")
+    print("-" * 82)
+    for name, r in results.items():
+        p50, p99 = percentile(r["prefetch"], 0.5) * 1e3, percentile(r["prefetch"], 0.99) * 1e3
+        s50, s99 = percentile(r["sync"], 0.5) * 1e3, percentile(r["sync"], 0.99) * 1e3
+        ratio = p50 / (percentile(base["prefetch"], 0.5) * 1e3)
+        print(f"{name:<10} | {p50:>7.2f}/{p99:<8.2f} | {ratio:>10.1f} | {s50:>7.3f}/{s99:<8.3f} | {r['injected']:>8} | {r['block_chars']:>11}")
+    added = (percentile(results["soulgraph"]["prefetch"], 0.5) - percentile(base["prefetch"], 0.5)) * 1e3
+    print(f"prefetch added to a turn by the soul graph, p50: {added:.2f} ms (requirement: <= 5 ms)")
+
+
+if __name__ == "__main__":
+    main()
