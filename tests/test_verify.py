@@ -208,20 +208,39 @@ def test_unreachable_host_is_reported_and_others_verified(ssh_lab, laid_out):
 
 # -- the gateway (hermes=True) ---------------------------------------------------------------------
 
+# What `hermes memory status` prints with our provider active (hermes-agent 0.19; the real
+# command's output is checked in tests/test_install_provider.py).
+MEMORY_STATUS = "\nMemory status\n" + "-" * 40 + "\n  Built-in:  always active\n  Provider:  soulgraph\n\n" \
+    "  Plugin:    installed \u2713\n  Status:    available \u2713\n"
+HERMES_OK = {"systemctl": FakeCommand(stdout="active\n"), "hermes": FakeCommand(stdout=MEMORY_STATUS)}
+
+
 def test_gateway_active_passes_with_hermes(ssh_lab, laid_out):
     first, second = list(laid_out)
     for name in laid_out:
-        ssh_lab.fake_commands(name, {"systemctl": FakeCommand(stdout="active\n")})
+        ssh_lab.fake_commands(name, HERMES_OK)
     rc, output = verify(ssh_lab, laid_out, hermes=True)
     assert rc == EXIT_OK, output
-    assert row(output, first)["gateway_active"] == "ok"
+    assert row(output, first)["gateway_active"] == "ok" and row(output, first)["hermes_memory_provider"] == "ok"
     assert ["systemctl", "--user", "is-active", "hermes-gateway.service"] in ssh_lab.fake_calls(first)
+    assert ["hermes", "memory", "status"] in ssh_lab.fake_calls(first)
+
+
+def test_hermes_showing_another_provider_fails_the_memory_check(ssh_lab, laid_out):
+    first, second = list(laid_out)
+    ssh_lab.fake_commands(first, {**HERMES_OK, "hermes": FakeCommand(stdout=MEMORY_STATUS.replace(
+        "Provider:  soulgraph", "Provider:  (none \u2014 built-in only)"))})
+    ssh_lab.fake_commands(second, HERMES_OK)
+    rc, output = verify(ssh_lab, laid_out, hermes=True)
+    assert rc == EXIT_FAILED
+    assert f"{first}: hermes_memory_provider: hermes memory status shows provider" in output
+    assert row(output, second)["hermes_memory_provider"] == "ok"
 
 
 def test_gateway_inactive_fails_with_hermes(ssh_lab, laid_out):
     first, second = list(laid_out)
-    ssh_lab.fake_commands(first, {"systemctl": FakeCommand(stdout="inactive\n", rc=3)})
-    ssh_lab.fake_commands(second, {"systemctl": FakeCommand(stdout="active\n")})
+    ssh_lab.fake_commands(first, {**HERMES_OK, "systemctl": FakeCommand(stdout="inactive\n", rc=3)})
+    ssh_lab.fake_commands(second, HERMES_OK)
     rc, output = verify(ssh_lab, laid_out, hermes=True)
     assert rc == EXIT_FAILED
     assert f"{first}: gateway_active: hermes-gateway.service is inactive" in output
@@ -252,7 +271,7 @@ def test_a_hung_command_fails_its_check_instead_of_hanging_verify(ssh_lab, laid_
     monkeypatch.setattr(backend, "COMMAND_TIMEOUT", 2.0)
     first, second = list(laid_out)
     ssh_lab.fake_commands(first, {"systemctl": "sleep 600"})
-    ssh_lab.fake_commands(second, {"systemctl": FakeCommand(stdout="active\n")})
+    ssh_lab.fake_commands(second, HERMES_OK)
     started = time.monotonic()
     rc, output = verify(ssh_lab, laid_out, hermes=True)
     assert time.monotonic() - started < 60

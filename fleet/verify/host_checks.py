@@ -153,3 +153,23 @@ def test_gateway_active(host):
         found = state.stdout.strip()
         assert state.rc == 0 and found == "active", f"hermes-gateway.service is {found}" \
             if found else f"systemctl --user is-active failed: {_last_line(state.stderr)}"
+
+
+@pytest.mark.hermes
+def test_hermes_memory_provider(host, layout):
+    """Hermes' own view (`hermes memory status`): the provider the inventory asks for is the
+    active one and loads."""
+    if layout.memory_provider == "none":
+        pytest.skip("soul_memory_provider is none")
+    shown = host.run("env HERMES_HOME=%s hermes memory status", layout.hermes_home)
+    assert shown.rc == 0, f"hermes memory status failed: {_last_line(shown.stderr or shown.stdout)}"
+    lines = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip()
+             for line in shown.stdout.splitlines() if ":" in line}
+    active = lines.get("Provider", "")
+    if active.startswith("(none"):  # Hermes prints "(none — built-in only)"
+        active = ""
+    if layout.memory_provider == "auto" and active not in ("", "soulgraph"):
+        return  # auto leaves a provider the user chose (the installer said so)
+    assert active == "soulgraph", f"hermes memory status shows provider {active or 'none'!r}, expected soulgraph"
+    assert "available" in lines.get("Status", ""), \
+        f"hermes memory status: soulgraph is {lines.get('Status') or 'not available'}"
