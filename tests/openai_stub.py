@@ -9,7 +9,8 @@ OpenAI Python SDK that Hermes uses:
   objects, a usage chunk when ``stream_options.include_usage`` asks for one, then
   ``data: [DONE]``);
 - ``GET /v1/models`` and ``GET /v1/models/<id>``: one model, with a ``context_length``;
-- anything else: a 404 JSON error (still recorded, so a test can see what was tried).
+- anything else (Hermes probes /api/v1/models, /api/show, ... to detect LM Studio, Ollama and
+  the like): a 404 JSON error, still recorded, so a test can see what was tried.
 
 Every request is recorded (method, path, headers, parsed JSON body). When the script runs
 out, the stub answers with a default short text, so an extra call (a title, a summary)
@@ -39,6 +40,7 @@ from typing import Any, Callable
 DEFAULT_MODEL = "stub-model"
 DEFAULT_CONTEXT_LENGTH = 200_000
 DEFAULT_TEXT = "OK."
+CHAT_PATH = "/v1/chat/completions"
 
 
 # --------------------------------------------------------------------------
@@ -183,7 +185,7 @@ class OpenAIStub:
     @property
     def chat_requests(self) -> list[Seen]:
         with self._lock:
-            return [s for s in self.seen if s.method == "POST" and s.path.endswith("/chat/completions")]
+            return [s for s in self.seen if s.method == "POST" and s.path.rstrip("/") == CHAT_PATH]
 
     @property
     def requests(self) -> list[dict]:
@@ -256,7 +258,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _seen(self, body: Any) -> Seen:
         seen = Seen(self.command, self.path.split("?", 1)[0], dict(self.headers.items()), body)
@@ -273,9 +278,10 @@ class _Handler(BaseHTTPRequestHandler):
         stub = self.owner
         model = {"id": stub.model, "object": "model", "created": 0, "owned_by": "openai-stub",
                  "context_length": stub.context_length, "max_model_len": stub.context_length}
-        if seen.path.rstrip("/").endswith("/models"):
+        path = seen.path.rstrip("/")
+        if path == "/v1/models":
             self._send_json(200, {"object": "list", "data": [model]})
-        elif seen.path.rstrip("/").endswith(f"/models/{stub.model}"):
+        elif path == f"/v1/models/{stub.model}":
             self._send_json(200, model)
         else:
             self._not_found()
@@ -283,7 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802
         body = self._read_body()
         seen = self._seen(body)
-        if not seen.path.endswith("/chat/completions"):
+        if seen.path.rstrip("/") != CHAT_PATH:
             self._not_found()
             return
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -348,7 +354,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
-        for event in events:
-            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
+        try:
+            for event in events:
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (interrupt, timeout): nothing left to tell it

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from soulgraph.engine.graph import ACTIVE, SoulGraph
-from soulgraph.hermes.turns import session_turns
+from soulgraph.hermes.turns import session_node, session_turns
 from soulgraph.memory import lifecycle
 from soulgraph.memory.write import RefusedMemory, remember
 
@@ -81,39 +82,71 @@ class Consolidation:
         return text.rstrip("\n")
 
 
-def consolidate(graph: SoulGraph, session_id: str) -> Consolidation:
-    """Promote what the session's unconsolidated turns said (inside `SoulFile.change()`)."""
+def consolidate(graph: SoulGraph, session_id: str, messages: list[dict[str, Any]] | None = None) -> Consolidation:
+    """Promote what the session's unconsolidated turns said (inside `SoulFile.change()`).
+
+    `messages`: the conversation Hermes is about to compress. Its current turn is not synced
+    yet (a turn is written when it completes), so the user's messages in it are read too, and
+    what they promote is built on the session's last turn (or its session node)."""
     result = Consolidation()
     for turn in session_turns(graph, session_id):
         if turn.metadata.get(CONSOLIDATED):
             continue
         result.turns += 1
         for sentence in user_sentences(turn.content):
-            rule = match(sentence)
-            if rule is None:
-                continue
-            existing = _same(graph, sentence, rule.kind)
-            if existing is not None:
-                lifecycle.confirm(graph, existing, writer=WRITER)
-                result.confirmed.append((rule.kind, existing))
-                continue
-            try:
-                written = remember(graph, sentence, [rule.tag], writer=WRITER, parents=[turn.id], kind=rule.kind,
-                                   source="hermes:consolidate", source_ref=turn.source_ref, where="consolidate")
-            except RefusedMemory:
-                result.refused += 1
-                continue
-            result.added.append((rule.kind, written.node.id, sentence))
+            _promote(graph, sentence, turn.id, turn.source_ref or session_id, session_id, result)
         graph.update(turn.id, metadata={**turn.metadata, CONSOLIDATED: True})
+    texts = [_text(m.get("content")) for m in messages or () if isinstance(m, dict) and m.get("role") == "user"]
+    if any(texts):
+        turns = session_turns(graph, session_id)
+        anchor = turns[-1].id if turns else session_node(graph, session_id, "", "").id
+        for text in texts:
+            for sentence in sentences(text):
+                _promote(graph, sentence, anchor, f"{session_id}#compressed", session_id, result)
     return result
+
+
+def _promote(graph: SoulGraph, sentence: str, parent: str, source_ref: str, session_id: str,
+             result: Consolidation) -> None:
+    rule = match(sentence)
+    if rule is None:
+        return
+    existing = _same(graph, sentence, rule.kind)
+    if existing is not None:
+        held = graph.nodes[existing].source_ref or ""
+        if held.split("#", 1)[0] != session_id:  # said again in another session: it holds
+            lifecycle.confirm(graph, existing, writer=WRITER)
+            result.confirmed.append((rule.kind, existing))
+        return
+    try:
+        written = remember(graph, sentence, [rule.tag], writer=WRITER, parents=[parent], kind=rule.kind,
+                           source="hermes:consolidate", source_ref=source_ref, where="consolidate")
+    except RefusedMemory:
+        result.refused += 1
+        return
+    result.added.append((rule.kind, written.node.id, sentence))
+
+
+def _text(content: Any) -> str:
+    """A message's text (Hermes' content may be a list of parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
 
 
 def user_sentences(turn_content: str) -> list[str]:
     """The sentences of a turn memory's `User:` line."""
     for line in turn_content.splitlines():
         if line.startswith("User: "):
-            return [s.strip() for s in _SENTENCE.findall(line[len("User: "):]) if len(s.strip()) > 3][:50]
+            return sentences(line[len("User: "):])
     return []
+
+
+def sentences(text: str) -> list[str]:
+    """The first 50 sentences of a text (a pasted document is not a list of statements)."""
+    return [s.strip() for s in _SENTENCE.findall(text[:20_000]) if len(s.strip()) > 3][:50]
 
 
 def match(sentence: str) -> Rule | None:

@@ -125,9 +125,9 @@ class MemoryService:
                                         user_id=user_id, messages=messages)
         return {"id": written.node.id, "redacted": list(written.redacted), "warnings": written.warnings}
 
-    def consolidate(self, session_id: str = "") -> dict[str, Any]:
+    def consolidate(self, session_id: str = "", messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         with self.soul.change() as graph:
-            result = consolidation.consolidate(graph, session_id)
+            result = consolidation.consolidate(graph, session_id, messages)
         return {"added": [{"kind": k, "id": i, "content": c} for k, i, c in result.added],
                 "confirmed": [{"kind": k, "id": i} for k, i in result.confirmed],
                 "refused": result.refused, "turns": result.turns, "summary": result.summary()}

@@ -46,7 +46,7 @@ def record_turn(graph: SoulGraph, user: str, assistant: str, *, session_id: str,
     session's last turn."""
     tag = session_tag(session_id)
     turns = session_turns(graph, session_id)
-    parent = turns[-1] if turns else _session_node(graph, session_id, platform, user_id)
+    parent = turns[-1] if turns else session_node(graph, session_id, platform, user_id)
     text, redacted = redact_secrets(turn_text(user, assistant, messages))
     number = len(turns) + 1
     written = remember(graph, text, [tag, TURN_TAG], writer=user_id or "hermes", parents=[parent.id],
@@ -61,7 +61,7 @@ def session_turns(graph: SoulGraph, session_id: str) -> list[Node]:
     return sorted((graph.nodes[i] for i in ids), key=lambda n: (n.metadata.get("turn", 0), n.created_at, n.id))
 
 
-def _session_node(graph: SoulGraph, session_id: str, platform: str, user_id: str) -> Node:
+def session_node(graph: SoulGraph, session_id: str, platform: str, user_id: str) -> Node:
     tag = session_tag(session_id)
     for node_id in sorted(graph.tags.get(tag, ())):
         node = graph.nodes[node_id]

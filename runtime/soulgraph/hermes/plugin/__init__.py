@@ -250,19 +250,24 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self._submit("memory_write", {"action": action, "target": target, "content": content or "",
                                       "metadata": _plain(metadata or {})})
 
-    def _consolidate(self, session_id: str) -> str:
+    def _consolidate(self, session_id: str, messages: Optional[List[Dict[str, Any]]] = None) -> str:
         if self.client is None or not self.writes:
             return ""
         self.flush()
+        args: Dict[str, Any] = {"session_id": session_id}
+        if messages:
+            args["messages"] = [{"role": m.get("role"), "content": m.get("content")}
+                                for m in _plain(messages) or () if isinstance(m, dict) and m.get("role") == "user"]
         try:
-            result = self.client.call("consolidate", {"session_id": session_id}, timeout=DEADLINES["flush"])
+            result = self.client.call("consolidate", args, timeout=DEADLINES["flush"])
         except Exception as exc:
             logger.warning("soulgraph: consolidation skipped: %s", exc)
             return ""
         return result.get("summary", "")
 
     def on_pre_compress(self, messages: List[Dict[str, Any]]) -> str:
-        return self._consolidate(self.session_id)
+        # The turn in progress is not synced yet: its messages are consolidated as they are.
+        return self._consolidate(self.session_id, messages)
 
     def on_session_end(self, messages: List[Dict[str, Any]]) -> None:
         self._consolidate(self.session_id)
