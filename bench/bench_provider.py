@@ -14,6 +14,11 @@ object `run_agent` calls each turn) with one external provider:
 Per turn: `prefetch_all(question)` (the turn waits for it), then `sync_all(user, assistant)`
 (queued; the time is what the turn pays to queue it), then, outside the timing,
 `flush_pending` so writes cannot pile up. p50/p99 in ms, and the ratio to the baseline.
+
+Then whole sessions: `hermes -z QUESTION` against the local model stub (tests/openai_stub.py),
+`--sessions` times with no memory provider and as many with soulgraph, alternating: the wall
+time of a one-shot session, start to exit, which includes starting the memory service,
+the frozen snapshot, prefetch, the queued write, consolidation at the end and shutdown.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import synthetic  # noqa: E402
 from soulgraph.hermes import plugin_files  # noqa: E402
 from soulgraph.store import SoulFile  # noqa: E402
-from tests import hermes_client  # noqa: E402
+from tests import hermes_chat, hermes_client  # noqa: E402
+from tests.openai_stub import OpenAIStub  # noqa: E402
 
 NOOP_PLUGIN = textwrap.dedent('''
     from agent.memory_provider import MemoryProvider
@@ -90,6 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--sessions", type=int, default=5, help="one-shot Hermes sessions per arm (0: skip)")
     args = parser.parse_args()
     python = hermes_client.ensure_hermes_venv().parent / "python"
     with tempfile.TemporaryDirectory(prefix="bench-provider-") as folder:
@@ -114,6 +121,39 @@ def main() -> None:
         print(f"{name:<10} | {p50:>7.2f}/{p99:<8.2f} | {ratio:>10.1f} | {s50:>7.3f}/{s99:<8.3f} | {r['injected']:>8} | {r['block_chars']:>11}")
     added = (percentile(results["soulgraph"]["prefetch"], 0.5) - percentile(base["prefetch"], 0.5)) * 1e3
     print(f"prefetch added to a turn by the soul graph, p50: {added:.2f} ms (requirement: <= 5 ms)")
+    if args.sessions:
+        sessions(args.nodes, args.sessions)
+
+
+def sessions(nodes: int, count: int) -> None:
+    """Whole `hermes -z` sessions against the stub, without and with the provider."""
+    times: dict[str, list[float]] = {"none": [], "soulgraph": []}
+    with tempfile.TemporaryDirectory(prefix="bench-sessions-") as folder, \
+            OpenAIStub(default_reply="Noted.") as stub:
+        homes = {}
+        for arm in times:
+            home = hermes_chat.make_stub_home(Path(folder) / arm, stub.base_url)
+            if arm == "soulgraph":
+                SoulFile(home / "soul.json").save(synthetic.build(nodes))
+                plugin_files.write(plugin_files.plan(home, sys.executable, home / "soul.json"))
+                hermes_chat.set_config(home, {"memory": {"provider": "soulgraph"}})
+            homes[arm] = home
+        questions = synthetic.questions(count)
+        for i in range(count):
+            for arm, home in homes.items():
+                run = hermes_chat.run_bounded(home, "-z", f"I prefer tea. {questions[i]}", timeout=120)
+                if run.timed_out or run.returncode != 0:
+                    raise SystemExit(f"{arm}: {run.describe()}")
+                times[arm].append(run.duration)
+    print()
+    print(f"whole one-shot sessions (hermes -z, the model a local stub), {count} per arm, alternating; seconds")
+    print(f"{'provider':<10} | {'median':>6} | {'min':>6} | {'max':>6}")
+    print("-" * 38)
+    for arm, values in times.items():
+        ordered = sorted(values)
+        print(f"{arm:<10} | {ordered[len(ordered) // 2]:>6.2f} | {ordered[0]:>6.2f} | {ordered[-1]:>6.2f}")
+    added = sorted(times["soulgraph"])[count // 2] - sorted(times["none"])[count // 2]
+    print(f"a session with the soul graph provider takes {added:+.2f} s (median against median)")
 
 
 if __name__ == "__main__":

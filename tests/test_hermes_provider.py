@@ -190,6 +190,19 @@ def test_hermes_loads_the_shim_and_it_drives_the_graph(hermes_home):
     assert "I prefer green tea." in drive(hermes_home)["block"]
 
 
+def test_backup_paths_name_a_soul_file_outside_the_hermes_home_only(hermes_home, tmp_path):
+    """Hermes asks without initialize() and without network: the plugin answers from its settings."""
+    elsewhere = tmp_path / "data" / "soul.json"
+    install_plugin(hermes_home, elsewhere)
+    python = hermes_client.ensure_hermes_venv().parent / "python"
+    script = ("import json; from plugins.memory import load_memory_provider; "
+              "print(json.dumps(load_memory_provider('soulgraph').backup_paths()))")
+    proc = subprocess.run([str(python), "-c", script], capture_output=True, text=True, timeout=60,
+                          env=hermes_client.hermes_env(hermes_home))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [str(elsewhere), f"{elsewhere}.journal"]
+
+
 def test_a_cron_context_writes_nothing(hermes_home):
     soul_file = hermes_home / "soul.json"
     install_plugin(hermes_home, soul_file)

@@ -42,9 +42,10 @@ def test_another_provider_is_left_alone_unless_asked_and_comes_back_on_remove(he
     config.write_text(config.read_text() + "\nmemory:\n  provider: holographic\n")
     original = config.read_bytes()
     report = install(hermes_home, python=PYTHON)
-    assert (report["plugin"], report["memory_provider"], report["memory_provider_before"]) == ("installed", "taken", "holographic")
+    assert (report["plugin"], report["memory_provider"], report["memory_provider_before"]) == (
+        "not installed: another provider is chosen", "taken", "holographic")
     assert any("memory.provider is 'holographic'" in w for w in report["warnings"])
-    assert "provider: holographic" in config.read_text()
+    assert "provider: holographic" in config.read_text() and not (hermes_home / "plugins" / "soulgraph").exists()
     taken = install(hermes_home, python=PYTHON, memory_provider="soulgraph")
     assert (taken["memory_provider"], taken["memory_provider_before"]) == ("replaced", "holographic")
     assert "provider: soulgraph" in config.read_text()

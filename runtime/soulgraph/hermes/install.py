@@ -47,6 +47,7 @@ from soulgraph.store import SoulFile, SoulFileError
 SERVER_NAME = "soul"
 SOUL_FILE = "soul.json"
 MEMORY_PROVIDER_CHOICES = ("auto", "soulgraph", "none")
+NOT_SELECTED = "not installed: another provider is chosen"
 
 SKILL_LEFT_ALONE = "hand-written, left alone"
 SEED_CORRUPT = "corrupt, left alone"
@@ -74,7 +75,7 @@ def new_report(home: Path | None, profile: str | None, check: bool) -> dict[str,
         "soul_file": str(base / SOUL_FILE) if home else None,
         "skill": "skipped",  # installed | updated | unchanged | hand-written, left alone | skipped | error
         "skill_file": str(base / SKILL_RELPATH) if home else None,
-        "plugin": "skipped",  # installed | updated | unchanged | someone else's, left alone | skipped | error
+        "plugin": "skipped",  # installed | updated | unchanged | someone else's, left alone | not installed: … | skipped | error
         "plugin_dir": str(plugin_files.plugin_dir(base)) if home else None,
         "memory_provider": "skipped",  # selected | unchanged | taken | replaced | skipped | error
         "memory_provider_before": None,
@@ -156,8 +157,11 @@ def _install_config(report: dict[str, Any], home: Path, config: Path, soul_file:
             new_text = chosen.new_text
             if chosen.status in ("selected", "replaced"):
                 provider_before = chosen.before
-    # A memory section we cannot edit costs the provider, not the MCP entry: that is still written.
-    if plugin is not None and plugin.status in ("installed", "updated") and not check \
+    # Another provider chosen: nothing of ours goes into plugins/ either (the user asked for
+    # theirs). A memory section we cannot edit costs the provider, not the MCP entry.
+    if report["memory_provider"] == "taken" and plugin is not None and plugin.status == "installed":
+        report["plugin"] = NOT_SELECTED
+    if plugin is not None and report["plugin"] in ("installed", "updated") and not check \
             and report["memory_provider"] != "error":
         try:
             if not plugin.folder.parent.exists():

@@ -52,8 +52,8 @@ def plan_provider(text: str, take_over: bool = False, label: str = "config.yaml"
         return ProviderEdit("unchanged", before, text, [])
     if before not in (None, "") and not take_over:
         return ProviderEdit("taken", before, text, [
-            f"{label}: {SECTION}.{KEY} is {before!r}, the user's choice; the soulgraph provider was installed "
-            f"but not selected (python -m soulgraph.install --memory-provider soulgraph selects it)"])
+            f"{label}: {SECTION}.{KEY} is {before!r}, the user's choice; the soulgraph provider was neither "
+            f"installed nor selected (python -m soulgraph.install --memory-provider soulgraph does both)"])
     return _edit(text, doc, OURS, label, "replaced" if before not in (None, "") else "selected", before)
 
 
