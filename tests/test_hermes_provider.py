@@ -222,3 +222,35 @@ def test_a_service_that_never_answers_costs_a_turn_its_deadline_only(hermes_home
     assert out["prefetch"] == "" and out["prefetch_s"] < 1.0
     assert out["block"] == ""
     assert time.monotonic() - started < 90
+
+
+def test_the_service_and_the_mcp_server_share_one_soul_file(tmp_path):
+    """Both processes at once on one file, under the store's lock: each answers with what the
+    other wrote before it asked."""
+    from tests.mcp_session import Session, with_server
+
+    soul_file = tmp_path / "soul.json"
+    service = subprocess.Popen([sys.executable, "-m", "soulgraph.hermes.memory_service", "--soul-file", str(soul_file)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(op, **args):
+        service.stdin.write(json.dumps({"id": 1, "op": op, "args": args}) + "\n")
+        service.stdin.flush()
+        answer = json.loads(service.stdout.readline())
+        assert answer["ok"], answer
+        return answer["result"]
+
+    async def scenario(s: Session):
+        written = ask("sync_turn", user="The staging database is db-7 in Frankfurt", assistant="ok", session_id="a")
+        found = await s.call("soul_query", query="staging database Frankfurt")
+        added = await s.call("soul_add", content="Backups run nightly at 02:00 to the NAS")
+        recalled = ask("recall", query="when do backups run?")
+        return written, found, added, recalled
+
+    try:
+        written, found, added, recalled = with_server(soul_file, scenario)
+    finally:
+        service.stdin.close()
+        service.wait(10)
+    assert [r["id"] for r in found["results"]][:1] == [written["id"]]
+    assert "Backups run nightly at 02:00" in recalled["text"] and added["id"] in recalled["ids"]
