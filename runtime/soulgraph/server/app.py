@@ -29,7 +29,8 @@ from soulgraph import __version__
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
 from soulgraph.memory import filters, ranking, record, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
-from soulgraph.server import memory_tools
+from soulgraph.memory import markdown_files as files
+from soulgraph.server import markdown_tools, memory_tools
 from soulgraph.server.toolsets import DEFAULT_TOOLSETS, GRAPH_TOOLS, TOOLSETS, parse_toolsets, problem, tool_names  # noqa: F401
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 
@@ -142,7 +143,8 @@ def preload_after_handshake(soul: SoulFile):
     return middleware
 
 
-def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> MCPServer:
+def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS,
+                 markdown_folder: files.Folder | None = None) -> MCPServer:
     """The server with the tools of `toolsets` (TOOLSETS); the default is the 13 graph tools."""
     wrong = problem(tuple(toolsets))
     if wrong:
@@ -306,6 +308,8 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
 
     if "memory" in toolsets:
         memory_tools.register(server, tools)
+    if "markdown" in toolsets:
+        markdown_tools.register(server, tools, markdown_folder or files.Folder(soul.path.parent))
     return server
 
 
@@ -326,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated, among {', '.join(TOOLSETS)} (default: graph, the 13 tools)")
     parser.add_argument("--strength-half-life-days", type=_positive_days, default=record.STRENGTH_HALF_LIFE / 86400,
                         metavar="DAYS", help="how fast a memory's reinforcement fades without confirmation (default: 30)")
+    parser.add_argument("--soul-dir", type=Path, help="where the markdown toolset's relative paths resolve "
+                        "(default: the soul file's folder, the Hermes home)")
+    parser.add_argument("--allow-outside-soul-dir", action="store_true",
+                        help="let the markdown toolset read and write files outside --soul-dir")
     args = parser.parse_args(argv)
     soul = SoulFile(args.soul_file or default_soul_file(), freeze=True,  # this process serves one graph
                     strength_half_life=args.strength_half_life_days * 86400)
@@ -334,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     except SoulFileError as exc:
         print(f"soulgraph.mcp: {exc}", file=sys.stderr)
         return 1
-    build_server(soul, preload=still_to_read, toolsets=args.toolsets).run("stdio")
+    folder = files.Folder((args.soul_dir or soul.path.parent).expanduser().absolute(), args.allow_outside_soul_dir)
+    build_server(soul, preload=still_to_read, toolsets=args.toolsets, markdown_folder=folder).run("stdio")
     return 0
 
 

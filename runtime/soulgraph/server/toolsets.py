@@ -14,7 +14,8 @@ GRAPH_TOOLS = (
     "soul_add", "soul_link", "soul_pin", "soul_splay", "soul_explore", "soul_promote", "soul_summary",
 )
 MEMORY_TOOLS = ("soul_update", "soul_merge", "soul_forget", "soul_history")
-TOOLSETS = {"graph": GRAPH_TOOLS, "memory": MEMORY_TOOLS}
+MARKDOWN_TOOLS = ("soul_status", "soul_init", "soul_remember", "soul_reset")  # soul_ask: next
+TOOLSETS = {"graph": GRAPH_TOOLS, "memory": MEMORY_TOOLS, "markdown": MARKDOWN_TOOLS}
 DEFAULT_TOOLSETS = ("graph",)
 
 

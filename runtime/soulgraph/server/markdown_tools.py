@@ -1,0 +1,119 @@
+"""The `markdown` toolset (seed 001): an agent's SOUL.md and MEMORY.md (`--toolsets graph,markdown`).
+
+    soul_status(soul_path, memory_path)                   sizes and existence; entries and budget for Hermes' files
+    soul_init(soul_path, memory_path, agent_name, description)   default files, never overwritten
+    soul_remember(note, soul_path, memory_path, provider) a new entry in MEMORY.md, and the same note in the graph
+    soul_reset(soul_path, memory_path, provider)          the in-session conversation cleared
+
+`soul_ask` (SOUL.md as the system prompt, MEMORY.md as context, an LLM provider's SDK as an
+optional extra) is not served yet: it is the toolset's next part (issue 11).
+
+Answers are the seed's dicts: `{"status": "success", …}`, or `{"status": "error", "message": …}`
+with nothing changed. Paths resolve against the server's folder (memory/markdown_files.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from soulgraph.memory import markdown_files as files
+from soulgraph.memory.write import RefusedMemory, remember
+from soulgraph.server.toolsets import MARKDOWN_TOOLS as TOOL_NAMES  # noqa: F401
+from soulgraph.store import SoulFileError
+
+SoulPath = Annotated[str, Field(max_length=1_000, description="Path to SOUL.md (relative to the agent's home)")]
+MemoryPath = Annotated[str, Field(max_length=1_000, description="Path to MEMORY.md (relative to the agent's home; "
+                                  "in a Hermes home, MEMORY.md is memories/MEMORY.md)")]
+Provider = Annotated[str, Field(max_length=40, description="LLM provider: anthropic, or openai for any OpenAI-compatible endpoint")]
+Note = Annotated[str, Field(min_length=1, max_length=10_000, description="Text to append to MEMORY.md")]
+
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def error(message: str) -> dict[str, Any]:
+    return {"status": "error", "message": message}
+
+
+def register(server: MCPServer, tools: Any, folder: files.Folder) -> None:
+    """Add the markdown tools; `tools` is the graph toolset's SoulTools (for soul_remember's
+    graph write), `folder` where relative paths resolve."""
+    sessions: dict[tuple[str, str], list[dict[str, str]]] = {}  # in-session history, per file pair
+
+    @server.tool(annotations=READ)
+    async def soul_status(soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md") -> dict[str, Any]:
+        """File statistics for SOUL.md and MEMORY.md (for Hermes' memory files also entries,
+        characters used and the budget left)."""
+        try:
+            soul = folder.resolve(soul_path, "soul_path")
+            memory = folder.resolve(memory_path, "memory_path")
+            soul_info = files.status(soul, folder, "soul_path")
+            memory_info = files.status(memory, folder, "memory_path")
+        except files.MarkdownFileError as exc:
+            return error(str(exc))
+        answer = {"status": "success", "soul_path": soul_path, "memory_path": memory_path,
+                  "soul_exists": soul_info["exists"], "soul_size_bytes": soul_info["size_bytes"],
+                  "memory_exists": memory_info["exists"], "memory_size_bytes": memory_info["size_bytes"],
+                  "memory_format": memory_info["format"]}
+        for key in ("entries", "chars_used", "budget_chars", "remaining_chars"):
+            if key in memory_info:
+                answer[f"memory_{key}"] = memory_info[key]
+        return answer
+
+    @server.tool(annotations=WRITE)
+    async def soul_init(soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md",
+                        agent_name: Annotated[str, Field(max_length=200, description="Agent name in SOUL.md header")] = "Assistant",
+                        description: Annotated[str, Field(max_length=20_000, description="System prompt content")] =
+                        "A helpful AI assistant with a persistent memory.") -> dict[str, Any]:
+        """Create default SOUL.md and MEMORY.md for a new agent. Never overwrites a file."""
+        try:
+            soul = folder.resolve(soul_path, "soul_path")
+            memory = folder.resolve(memory_path, "memory_path")
+            created, skipped = [], []
+            hermes = files.is_hermes_file(memory, folder)
+            for path, given, text in ((soul, soul_path, files.DEFAULT_SOUL.format(name=agent_name.strip() or "Assistant",
+                                                                                  description=description.strip())),
+                                      (memory, memory_path, "" if hermes else files.DEFAULT_MEMORY)):
+                (created if files.create(path, text) else skipped).append(given)
+        except (files.MarkdownFileError, OSError) as exc:
+            return error(str(exc))
+        return {"status": "success", "created": created, "skipped": skipped}
+
+    @server.tool(annotations=WRITE)
+    async def soul_remember(note: Note, soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md",
+                            provider: Provider = "anthropic") -> dict[str, Any]:
+        """Append a note to MEMORY.md without an LLM round trip; the same note becomes a memory in
+        the soul graph, so both agree. Hermes' memory file keeps its format and budget."""
+        try:
+            memory = folder.resolve(memory_path, "memory_path")
+        except files.MarkdownFileError as exc:
+            return error(str(exc))
+        try:
+            with tools.soul.change() as graph:
+                # Scanned and added first: a refused note reaches neither file. The markdown
+                # write inside the change: if it fails, the graph change is taken back.
+                written = remember(graph, note.strip(), ["memory"], writer="tool:soul_remember", kind="note",
+                                   source=f"markdown:{memory_path}", where="soul_remember")
+                appended = files.append(memory, folder, note, "memory_path")
+        except (RefusedMemory, files.MarkdownFileError, SoulFileError, OSError) as exc:
+            return error(str(exc))
+        answer = {"status": "success", "memory_path": memory_path, "node_id": written.node.id,
+                  "memory_format": appended.format}
+        if appended.entries is not None:
+            answer["memory_entries"] = appended.entries
+        if appended.remaining_chars is not None:
+            answer["memory_remaining_chars"] = appended.remaining_chars
+        if written.warnings:
+            answer["warnings"] = written.warnings
+        return answer
+
+    @server.tool(annotations=WRITE)
+    async def soul_reset(soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md",
+                         provider: Provider = "anthropic") -> dict[str, Any]:
+        """Clear the in-session conversation history soul_ask keeps. MEMORY.md is not modified."""
+        sessions.pop((soul_path, memory_path), None)
+        return {"status": "success", "note": "In-session history cleared. MEMORY.md is unchanged."}
