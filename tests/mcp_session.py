@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, get_default_environment
 
 
-def server_params(soul_file: Path, python: str = sys.executable, extra_args: list[str] = ()) -> StdioServerParameters:
-    return StdioServerParameters(command=python, args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file), *extra_args])
+def server_params(soul_file: Path, python: str = sys.executable, extra_args: list[str] = (),
+                  extra_env: dict[str, str] | None = None) -> StdioServerParameters:
+    env = {**get_default_environment(), **extra_env} if extra_env else None  # None: the SDK's default
+    return StdioServerParameters(command=python, args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file), *extra_args],
+                                 env=env)
 
 
 class Session:
@@ -40,11 +43,13 @@ class Session:
         return result.content[0].text
 
 
-def with_server(soul_file: Path, scenario: Callable[[Session], Awaitable[Any]], extra_args: list[str] = ()) -> Any:
-    """Start the server as a subprocess (with `extra_args`), run `scenario` against it, stop it."""
+def with_server(soul_file: Path, scenario: Callable[[Session], Awaitable[Any]], extra_args: list[str] = (),
+                extra_env: dict[str, str] | None = None) -> Any:
+    """Start the server as a subprocess (with `extra_args`, and `extra_env` added to the SDK's
+    default environment), run `scenario` against it, stop it."""
 
     async def main() -> Any:
-        async with Client(server_params(soul_file, extra_args=list(extra_args))) as client:
+        async with Client(server_params(soul_file, extra_args=list(extra_args), extra_env=extra_env)) as client:
             return await scenario(Session(client))
 
     try:

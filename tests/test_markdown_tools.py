@@ -26,8 +26,8 @@ def hermes_like_home(tmp_path):
     return home
 
 
-def run(soul_file, scenario, *extra):
-    return with_server(soul_file, scenario, extra_args=[*MARKDOWN, *extra])
+def run(soul_file, scenario, *extra, extra_env=None):
+    return with_server(soul_file, scenario, extra_args=[*MARKDOWN, *extra], extra_env=extra_env)
 
 
 def test_status_init_and_remember_in_a_plain_folder(tmp_path):
@@ -42,7 +42,7 @@ def test_status_init_and_remember_in_a_plain_folder(tmp_path):
         return names, before, init, again, remembered, after, reset
 
     names, before, init, again, remembered, after, reset = run(tmp_path / "soul.json", scenario)
-    assert len(names) == 17 and {"soul_status", "soul_init", "soul_remember", "soul_reset"} <= set(names)
+    assert len(names) == 18 and {"soul_status", "soul_init", "soul_ask", "soul_remember", "soul_reset"} <= set(names)
     assert before == {"status": "success", "soul_path": "SOUL.md", "memory_path": "MEMORY.md", "soul_exists": False,
                       "soul_size_bytes": 0, "memory_exists": False, "memory_size_bytes": 0, "memory_format": "markdown"}
     assert init == {"status": "success", "created": ["SOUL.md", "MEMORY.md"], "skipped": []}
@@ -154,3 +154,102 @@ def test_hermes_writing_its_memory_at_the_same_time_loses_nothing(hermes_exe, tm
     assert all(a["status"] == "success" for a in answers)
     entries = (home / "memories" / "MEMORY.md").read_text().split("\n§\n")
     assert sorted(entries) == sorted([f"hermes entry {i}" for i in range(40)] + [f"soul entry {i}" for i in range(40)])
+
+
+# ---------------------------------------------------------------------- soul_ask
+OPENAI_KEY = "sk-test-Zq8xV2mN4bL7wP1rT6yU"
+
+
+def ask_home(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "SOUL.md").write_text("# Ada\n\nYou are Ada, a gardener's assistant.\n")
+    (home / "MEMORY.md").write_text("# Memory\n- The tomatoes go in the south bed.\n")
+    return home
+
+
+def test_soul_ask_through_the_openai_client(tmp_path):
+    from tests.openai_stub import OpenAIStub, text_reply
+
+    home = ask_home(tmp_path)
+    with OpenAIStub(replies=[text_reply("In the south bed."), text_reply("Basil, next to them.")]) as stub:
+        async def scenario(s: Session):
+            first = await s.call("soul_ask", question="Where do the tomatoes go?", provider="openai",
+                                 base_url=stub.base_url, model="stub-model")
+            second = await s.call("soul_ask", question="And what grows with them?", provider="openai",
+                                  base_url=stub.base_url, model="stub-model", remember=False)
+            return first, second
+
+        first, second = run(home / "soul.json", scenario, extra_env={"OPENAI_API_KEY": OPENAI_KEY})
+        bodies, headers = stub.requests, [seen.headers for seen in stub.chat_requests]
+    assert first == {"status": "success", "response": "In the south bed.", "remembered": True}
+    assert second == {"status": "success", "response": "Basil, next to them.", "remembered": False}
+    system = bodies[0]["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("# Ada\n\nYou are Ada, a gardener's assistant.")
+    assert "- The tomatoes go in the south bed." in system["content"]  # MEMORY.md as context
+    # The second question carries the session's first exchange.
+    assert [m["content"] for m in bodies[1]["messages"][1:]] == [
+        "Where do the tomatoes go?", "In the south bed.", "And what grows with them?"]
+    assert {k.lower(): v for k, v in headers[0].items()}["authorization"] == f"Bearer {OPENAI_KEY}"
+    assert (home / "MEMORY.md").read_text().endswith("- Q: Where do the tomatoes go?\n  A: In the south bed.\n")
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert OPENAI_KEY.encode() not in path.read_bytes(), path
+
+
+def test_soul_ask_through_the_anthropic_client_and_reset(tmp_path):
+    from tests.anthropic_stub import MessagesStub
+
+    home = ask_home(tmp_path)
+    with MessagesStub(reply="Water at dawn.") as stub:
+        async def scenario(s: Session):
+            first = await s.call("soul_ask", question="When to water?", base_url=stub.base_url, model="claude-stub")
+            reset = await s.call("soul_reset")
+            second = await s.call("soul_ask", question="Again?", base_url=stub.base_url, remember=False)
+            return first, reset, second
+
+        first, reset, second = run(home / "soul.json", scenario, extra_env={"ANTHROPIC_API_KEY": "sk-ant-test-key-123"})
+        requests, headers = stub.requests, stub.headers
+    assert first["response"] == "Water at dawn." and first["remembered"] and second["response"] == "Water at dawn."
+    assert requests[0]["system"].startswith("# Ada") and requests[0]["model"] == "claude-stub"
+    assert requests[0]["messages"] == [{"role": "user", "content": "When to water?"}]
+    assert requests[1]["messages"] == [{"role": "user", "content": "Again?"}]  # reset cleared the session
+    assert "sk-ant-test-key-123" in headers[0].get("x-api-key", "") + headers[0].get("authorization", "")
+    graph = SoulFile(home / "soul.json").graph()
+    assert [n.content for n in graph.nodes.values()] == ["Q: When to water?\nA: Water at dawn."]
+
+
+def test_soul_ask_failures_are_error_dicts_and_change_nothing(tmp_path):
+    from tests.anthropic_stub import MessagesStub
+
+    home = ask_home(tmp_path)
+    before = {p: p.read_bytes() for p in home.iterdir()}
+    with MessagesStub(status=500) as failing, MessagesStub(delay=5) as slow:
+        async def scenario(s: Session):
+            return {
+                "unknown": await s.call("soul_ask", question="hi", provider="llamacorp"),
+                "500": await s.call("soul_ask", question="hi", base_url=failing.base_url),
+                "500 openai": await s.call("soul_ask", question="hi", provider="openai", base_url=failing.base_url + "/v1"),
+                "timeout": await s.call("soul_ask", question="hi", base_url=slow.base_url),
+                "no soul": await s.call("soul_ask", question="hi", soul_path="missing.md", base_url=slow.base_url),
+                "no key": await s.call("soul_ask", question="hi", provider="openai"),
+            }
+
+        answers = run(home / "soul.json", scenario, "--ask-timeout", "1")
+    assert all(a["status"] == "error" for a in answers.values()), answers
+    assert "unknown provider 'llamacorp'" in answers["unknown"]["message"]
+    assert "answered HTTP 500" in answers["500"]["message"] and "answered HTTP 500" in answers["500 openai"]["message"]
+    assert "no answer within 1 s" in answers["timeout"]["message"]
+    assert "missing.md does not exist" in answers["no soul"]["message"]
+    assert "OPENAI_API_KEY" in answers["no key"]["message"]
+    assert {p: p.read_bytes() for p in home.iterdir() if p.name in {q.name for q in before}} == before
+
+
+def test_without_the_sdk_soul_ask_names_the_extra(monkeypatch):
+    import sys
+
+    from soulgraph.memory import ask
+
+    monkeypatch.setitem(sys.modules, "anthropic", None)  # import fails as if not installed
+    with pytest.raises(ask.AskError, match=r"pip install 'soulgraph\[ask\]'"):
+        ask.ask("anthropic", ask.prompt("soul", "", [], "hi"), base_url="http://127.0.0.1:9")

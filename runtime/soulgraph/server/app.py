@@ -144,7 +144,7 @@ def preload_after_handshake(soul: SoulFile):
 
 
 def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS,
-                 markdown_folder: files.Folder | None = None) -> MCPServer:
+                 markdown_folder: files.Folder | None = None, ask_timeout: float = 60.0) -> MCPServer:
     """The server with the tools of `toolsets` (TOOLSETS); the default is the 13 graph tools."""
     wrong = problem(tuple(toolsets))
     if wrong:
@@ -309,7 +309,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     if "memory" in toolsets:
         memory_tools.register(server, tools)
     if "markdown" in toolsets:
-        markdown_tools.register(server, tools, markdown_folder or files.Folder(soul.path.parent))
+        markdown_tools.register(server, tools, markdown_folder or files.Folder(soul.path.parent), ask_timeout)
     return server
 
 
@@ -323,6 +323,16 @@ def _positive_days(text: str) -> float:
     return days
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 3600 seconds, got {text!r}")
+    return seconds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m soulgraph.mcp", description="Serve a soul graph over MCP (stdio).")
     parser.add_argument("--soul-file", type=Path, help="the soul graph file (default: $HERMES_HOME/soul.json, else ~/.hermes/soul.json)")
@@ -334,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: the soul file's folder, the Hermes home)")
     parser.add_argument("--allow-outside-soul-dir", action="store_true",
                         help="let the markdown toolset read and write files outside --soul-dir")
+    parser.add_argument("--ask-timeout", type=_positive_seconds, default=60.0, metavar="SECONDS",
+                        help="soul_ask's deadline for the LLM provider's answer (default: 60)")
     args = parser.parse_args(argv)
     soul = SoulFile(args.soul_file or default_soul_file(), freeze=True,  # this process serves one graph
                     strength_half_life=args.strength_half_life_days * 86400)
@@ -343,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"soulgraph.mcp: {exc}", file=sys.stderr)
         return 1
     folder = files.Folder((args.soul_dir or soul.path.parent).expanduser().absolute(), args.allow_outside_soul_dir)
-    build_server(soul, preload=still_to_read, toolsets=args.toolsets, markdown_folder=folder).run("stdio")
+    build_server(soul, preload=still_to_read, toolsets=args.toolsets, markdown_folder=folder,
+                 ask_timeout=args.ask_timeout).run("stdio")
     return 0
 
 

@@ -2,11 +2,10 @@
 
     soul_status(soul_path, memory_path)                   sizes and existence; entries and budget for Hermes' files
     soul_init(soul_path, memory_path, agent_name, description)   default files, never overwritten
+    soul_ask(question, soul_path, memory_path, provider, model, base_url, remember)
+                                                          SOUL.md as the system prompt, MEMORY.md as context (memory/ask.py)
     soul_remember(note, soul_path, memory_path, provider) a new entry in MEMORY.md, and the same note in the graph
     soul_reset(soul_path, memory_path, provider)          the in-session conversation cleared
-
-`soul_ask` (SOUL.md as the system prompt, MEMORY.md as context, an LLM provider's SDK as an
-optional extra) is not served yet: it is the toolset's next part (issue 11).
 
 Answers are the seed's dicts: `{"status": "success", …}`, or `{"status": "error", "message": …}`
 with nothing changed. Paths resolve against the server's folder (memory/markdown_files.py).
@@ -16,11 +15,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from soulgraph.memory import markdown_files as files
+from soulgraph.memory import ask as asking, markdown_files as files
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.server.toolsets import MARKDOWN_TOOLS as TOOL_NAMES  # noqa: F401
 from soulgraph.store import SoulFileError
@@ -39,10 +39,21 @@ def error(message: str) -> dict[str, Any]:
     return {"status": "error", "message": message}
 
 
-def register(server: MCPServer, tools: Any, folder: files.Folder) -> None:
-    """Add the markdown tools; `tools` is the graph toolset's SoulTools (for soul_remember's
-    graph write), `folder` where relative paths resolve."""
+def register(server: MCPServer, tools: Any, folder: files.Folder, ask_timeout: float = asking.DEFAULT_TIMEOUT) -> None:
+    """Add the markdown tools; `tools` is the graph toolset's SoulTools (for the graph writes),
+    `folder` where relative paths resolve, `ask_timeout` soul_ask's deadline in seconds."""
     sessions: dict[tuple[str, str], list[dict[str, str]]] = {}  # in-session history, per file pair
+
+    def remember_note(note: str, memory_path: str, writer: str) -> tuple[Any, files.Appended]:
+        """The note in the graph and in MEMORY.md, or in neither (raises)."""
+        memory = folder.resolve(memory_path, "memory_path")
+        with tools.soul.change() as graph:
+            # Scanned and added first: a refused note reaches neither file. The markdown
+            # write inside the change: if it fails, the graph change is taken back.
+            written = remember(graph, note.strip(), ["memory"], writer=writer, kind="note",
+                               source=f"markdown:{memory_path}", where=writer.removeprefix("tool:"))
+            appended = files.append(memory, folder, note, "memory_path")
+        return written, appended
 
     @server.tool(annotations=READ)
     async def soul_status(soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md") -> dict[str, Any]:
@@ -89,16 +100,7 @@ def register(server: MCPServer, tools: Any, folder: files.Folder) -> None:
         """Append a note to MEMORY.md without an LLM round trip; the same note becomes a memory in
         the soul graph, so both agree. Hermes' memory file keeps its format and budget."""
         try:
-            memory = folder.resolve(memory_path, "memory_path")
-        except files.MarkdownFileError as exc:
-            return error(str(exc))
-        try:
-            with tools.soul.change() as graph:
-                # Scanned and added first: a refused note reaches neither file. The markdown
-                # write inside the change: if it fails, the graph change is taken back.
-                written = remember(graph, note.strip(), ["memory"], writer="tool:soul_remember", kind="note",
-                                   source=f"markdown:{memory_path}", where="soul_remember")
-                appended = files.append(memory, folder, note, "memory_path")
+            written, appended = remember_note(note, memory_path, "tool:soul_remember")
         except (RefusedMemory, files.MarkdownFileError, SoulFileError, OSError) as exc:
             return error(str(exc))
         answer = {"status": "success", "memory_path": memory_path, "node_id": written.node.id,
@@ -117,3 +119,42 @@ def register(server: MCPServer, tools: Any, folder: files.Folder) -> None:
         """Clear the in-session conversation history soul_ask keeps. MEMORY.md is not modified."""
         sessions.pop((soul_path, memory_path), None)
         return {"status": "success", "note": "In-session history cleared. MEMORY.md is unchanged."}
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=False, open_world_hint=True))
+    async def soul_ask(question: Annotated[str, Field(min_length=1, max_length=20_000, description="Question or statement to send")],
+                       soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md",
+                       provider: Provider = "anthropic",
+                       model: Annotated[str | None, Field(max_length=200, description="Model override")] = None,
+                       base_url: Annotated[str | None, Field(max_length=500, description="Endpoint for openai-compatible")] = None,
+                       remember: Annotated[bool, Field(description="Persist the exchange to MEMORY.md")] = True) -> dict[str, Any]:
+        """Ask a persistent markdown-memory agent: SOUL.md is its system prompt, MEMORY.md its
+        context, this session's earlier exchanges its history; with remember, the exchange is
+        appended to MEMORY.md (and the graph)."""
+        try:
+            soul = folder.resolve(soul_path, "soul_path")
+            memory = folder.resolve(memory_path, "memory_path")
+            soul_text = files.read_text(soul, "soul_path")
+            if soul_text is None:
+                return error(f"soul_path: {soul_path} does not exist; soul_init creates a default one")
+            memory_text = files.read_text(memory, "memory_path") or ""
+        except files.MarkdownFileError as exc:
+            return error(str(exc))
+        if files.is_hermes_file(memory, folder, memory_text):
+            memory_text = "\n".join(f"- {entry}" for entry in files.entries(memory_text))
+        history = sessions.setdefault((soul_path, memory_path), [])
+        built = asking.prompt(soul_text, memory_text, history, question)
+        try:
+            response = await anyio.to_thread.run_sync(
+                lambda: asking.ask(provider, built, model=model, base_url=base_url, timeout=ask_timeout))
+        except asking.AskError as exc:
+            return error(str(exc))
+        history += [{"role": "user", "content": question}, {"role": "assistant", "content": response}]
+        answer: dict[str, Any] = {"status": "success", "response": response, "remembered": False}
+        if remember:
+            try:
+                remember_note(f"Q: {question.strip()}\nA: {response.strip()}", memory_path, "tool:soul_ask")
+                answer["remembered"] = True
+            except (RefusedMemory, files.MarkdownFileError, SoulFileError, OSError) as exc:
+                answer["note"] = f"not remembered: {exc}"
+        return answer

@@ -14,7 +14,7 @@ GRAPH_TOOLS = (
     "soul_add", "soul_link", "soul_pin", "soul_splay", "soul_explore", "soul_promote", "soul_summary",
 )
 MEMORY_TOOLS = ("soul_update", "soul_merge", "soul_forget", "soul_history")
-MARKDOWN_TOOLS = ("soul_status", "soul_init", "soul_remember", "soul_reset")  # soul_ask: next
+MARKDOWN_TOOLS = ("soul_status", "soul_init", "soul_ask", "soul_remember", "soul_reset")
 TOOLSETS = {"graph": GRAPH_TOOLS, "memory": MEMORY_TOOLS, "markdown": MARKDOWN_TOOLS}
 DEFAULT_TOOLSETS = ("graph",)
 
