@@ -40,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "runtime_dir": "~/.soulfleet",
     "python": "/usr/bin/python3",
     "gateway_restart_command": None,  # replaces the systemd/launchd restart
-    "soul_toolsets": "graph",  # the MCP toolsets Hermes gets: graph (the 13 tools), or graph,memory
+    "soul_toolsets": "graph",  # the MCP toolsets Hermes gets: graph (the 13 tools), plus memory and/or markdown
     # The Hermes memory provider: auto (installed; selected unless the host's config.yaml names
     # another provider), soulgraph (selected even then), none (not installed, provider left alone).
     "soul_memory_provider": "auto",
@@ -215,7 +215,7 @@ def _check_vars(values: dict, where: str, key: str) -> None:
         wrong = toolset_problem(tuple(str(values["soul_toolsets"]).split(",")))
         if wrong:
             raise InventoryError(f"{where}: {key}: soul_toolsets {values['soul_toolsets']!r} must be graph, "
-                                 f"optionally with more (e.g. graph,memory): {wrong}")
+                                 f"optionally with more (e.g. graph,memory,markdown): {wrong}")
     if "soul_memory_provider" in values and values["soul_memory_provider"] not in MEMORY_PROVIDER_CHOICES:
         raise InventoryError(f"{where}: {key}: soul_memory_provider {values['soul_memory_provider']!r} must be one "
                              f"of {', '.join(MEMORY_PROVIDER_CHOICES)}")
