@@ -341,7 +341,7 @@ def test_toolsets_are_written_into_the_entry_only_when_not_the_default(home, cap
     before = (home / "config.yaml").read_bytes()
     with pytest.raises(SystemExit):
         install_module.main(["--hermes-home", str(home), "--toolsets", "graph,bogus"])
-    assert "unknown toolset bogus (toolsets: graph, memory)" in capsys.readouterr().err
+    assert "unknown toolset bogus (toolsets: graph, memory, markdown)" in capsys.readouterr().err
     assert (home / "config.yaml").read_bytes() == before
     code, report, _ = run_main(["--hermes-home", str(home), "--python", "/p", "--toolsets", "graph,memory"], capsys)
     assert code == 0 and report["mcp_server"] == "added"
