@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--soul-file", type=Path, help="default: $HERMES_HOME/soul.json, else ~/.hermes/soul.json")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the shim ends us by closing stdin (or SIGTERM)
-    soul = SoulFile(args.soul_file or default_soul_file())
+    soul = SoulFile(args.soul_file or default_soul_file(), freeze=True)  # one graph for the process's life
     try:
         soul.graph()  # refuse to start on a file we cannot read
     except SoulFileError as exc:
