@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import io
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ruamel.yaml import YAML
 from ruamel.yaml.util import load_yaml_guess_indent
@@ -210,23 +210,31 @@ def _splice(text: str, doc: Any, name: str, entry: dict[str, Any]) -> str | None
     return replace(start, end, render_entry(name, entry, indent, newline))
 
 
-def _dump_whole(text: str, name: str, entry: dict[str, Any]) -> str:
-    """The fallback: ruamel.yaml's round trip, with the file's own indentation."""
+def rewrite_whole(text: str, edit: Callable[[Any], None]) -> str:
+    """The fallback for layouts not edited by hand: ruamel.yaml's round trip of the whole
+    document, with the file's own indentation, after `edit(document)`."""
     _data, indent, block_seq_indent = load_yaml_guess_indent(text)
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.indent(mapping=indent or 2, sequence=indent or 2, offset=block_seq_indent or 0)
     doc = yaml.load(text) or {}
-    servers = doc.get(SERVERS_KEY)
-    if not servers:
-        doc[SERVERS_KEY] = servers = {}
-    if hasattr(servers, "fa"):
-        servers.fa.set_block_style()
-    servers[name] = entry
+    edit(doc)
     buf = io.StringIO()
     yaml.dump(doc, buf)
     return buf.getvalue()
+
+
+def _dump_whole(text: str, name: str, entry: dict[str, Any]) -> str:
+    def put(doc: Any) -> None:
+        servers = doc.get(SERVERS_KEY)
+        if not servers:
+            doc[SERVERS_KEY] = servers = {}
+        if hasattr(servers, "fa"):
+            servers.fa.set_block_style()
+        servers[name] = entry
+
+    return rewrite_whole(text, put)
 
 
 def plan_remove_entry(text: str, name: str, label: str = "config.yaml") -> ConfigEdit:
@@ -241,16 +249,12 @@ def plan_remove_entry(text: str, name: str, label: str = "config.yaml") -> Confi
         del expected[SERVERS_KEY]
     new_text, warnings = _cut_entry(text, doc, name), []
     if new_text is None or plain(_load(new_text, label) or {}) != expected:
-        yaml = YAML(typ="rt")
-        yaml.preserve_quotes = True
-        yaml.width = 4096
-        whole = yaml.load(text)
-        del whole[SERVERS_KEY][name]
-        if not whole[SERVERS_KEY]:
-            del whole[SERVERS_KEY]
-        buf = io.StringIO()
-        yaml.dump(whole, buf)
-        new_text = buf.getvalue()
+        def cut(doc: Any) -> None:
+            del doc[SERVERS_KEY][name]
+            if not doc[SERVERS_KEY]:
+                del doc[SERVERS_KEY]
+
+        new_text = rewrite_whole(text, cut)
         warnings.append(f"{label}: its layout could not be edited in place, so ruamel.yaml re-wrote it")
         if plain(_load(new_text, label) or {}) != expected:
             raise ConfigError(f"{label}: could not remove {SERVERS_KEY}.{name} without changing other settings; left untouched")

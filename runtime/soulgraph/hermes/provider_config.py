@@ -9,14 +9,10 @@ parsed again and compared with what was meant, and ruamel.yaml's round trip is t
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.util import load_yaml_guess_indent
-
-from soulgraph.hermes.config import MARKER_COMMENT, ConfigError, _kind, _load, _trim, _value_end, plain
+from soulgraph.hermes.config import MARKER_COMMENT, ConfigError, _kind, _load, _trim, _value_end, plain, rewrite_whole
 
 SECTION, KEY = "memory", "provider"
 OURS = "soulgraph"
@@ -140,24 +136,18 @@ def _splice(text: str, doc: Any, value: Any) -> str | None:
 
 
 def _dump_whole(text: str, value: Any) -> str:
-    _data, indent, block_seq_indent = load_yaml_guess_indent(text)
-    yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
-    yaml.width = 4096
-    yaml.indent(mapping=indent or 2, sequence=indent or 2, offset=block_seq_indent or 0)
-    doc = yaml.load(text) or {}
-    section = doc.get(SECTION)
-    if value is None:
-        if isinstance(section, dict):
-            section.pop(KEY, None)
-            if not section:
-                del doc[SECTION]
-    else:
+    def put(doc: Any) -> None:
+        section = doc.get(SECTION)
+        if value is None:
+            if isinstance(section, dict):
+                section.pop(KEY, None)
+                if not section:
+                    del doc[SECTION]
+            return
         if not isinstance(section, dict):
             doc[SECTION] = section = {}
         if hasattr(section, "fa"):
             section.fa.set_block_style()
         section[KEY] = value
-    buf = io.StringIO()
-    yaml.dump(doc, buf)
-    return buf.getvalue()
+
+    return rewrite_whole(text, put)

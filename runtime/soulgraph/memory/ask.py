@@ -16,8 +16,10 @@ error message that would quote it has it cut out. Every call has a deadline and 
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
+from typing import Any, Callable
 
 PROVIDERS = ("anthropic", "openai")
 KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -63,41 +65,40 @@ def ask(provider: str, built: Prompt, *, model: str | None = None, base_url: str
 
 
 def _openai(built: Prompt, key: str, model: str, base_url: str | None, timeout: float) -> str:
-    try:
-        import openai
-    except ImportError:
-        raise AskError(f"provider openai needs the openai package: {EXTRA}") from None
+    openai = _sdk("openai")
     client = openai.OpenAI(api_key=key or "unset", base_url=base_url, timeout=timeout, max_retries=0)
-    try:
-        answer = client.chat.completions.create(
-            model=model, messages=[{"role": "system", "content": built.system}, *built.messages])
-    except openai.APITimeoutError:
-        raise AskError(f"openai: no answer within {timeout:g} s from {base_url or 'api.openai.com'}") from None
-    except openai.APIStatusError as exc:
-        raise AskError(f"openai: {base_url or 'api.openai.com'} answered HTTP {exc.status_code}: {_short(exc)}") from None
-    except openai.APIConnectionError:
-        raise AskError(f"openai: cannot reach {base_url or 'api.openai.com'}") from None
+    answer = _guarded(openai, "openai", base_url or "api.openai.com", timeout, lambda: client.chat.completions.create(
+        model=model, messages=[{"role": "system", "content": built.system}, *built.messages]))
     if not answer.choices:
         raise AskError("openai: the answer held no choices")
     return answer.choices[0].message.content or ""
 
 
 def _anthropic(built: Prompt, key: str, model: str, base_url: str | None, timeout: float) -> str:
-    try:
-        import anthropic
-    except ImportError:
-        raise AskError(f"provider anthropic needs the anthropic package: {EXTRA}") from None
+    anthropic = _sdk("anthropic")
     client = anthropic.Anthropic(api_key=key or "unset", base_url=base_url, timeout=timeout, max_retries=0)
-    try:
-        answer = client.messages.create(model=model, max_tokens=MAX_TOKENS, system=built.system,
-                                        messages=built.messages)
-    except anthropic.APITimeoutError:
-        raise AskError(f"anthropic: no answer within {timeout:g} s from {base_url or 'api.anthropic.com'}") from None
-    except anthropic.APIStatusError as exc:
-        raise AskError(f"anthropic: {base_url or 'api.anthropic.com'} answered HTTP {exc.status_code}: {_short(exc)}") from None
-    except anthropic.APIConnectionError:
-        raise AskError(f"anthropic: cannot reach {base_url or 'api.anthropic.com'}") from None
+    answer = _guarded(anthropic, "anthropic", base_url or "api.anthropic.com", timeout, lambda: client.messages.create(
+        model=model, max_tokens=MAX_TOKENS, system=built.system, messages=built.messages))
     return "".join(getattr(block, "text", "") for block in answer.content if getattr(block, "type", "") == "text")
+
+
+def _sdk(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise AskError(f"provider {name} needs the {name} package: {EXTRA}") from None
+
+
+def _guarded(sdk: Any, provider: str, host: str, timeout: float, call: Callable[[], Any]) -> Any:
+    """`call()`, its failures as AskError. Both SDKs name their errors alike."""
+    try:
+        return call()
+    except sdk.APITimeoutError:
+        raise AskError(f"{provider}: no answer within {timeout:g} s from {host}") from None
+    except sdk.APIStatusError as exc:
+        raise AskError(f"{provider}: {host} answered HTTP {exc.status_code}: {_short(exc)}") from None
+    except sdk.APIConnectionError:
+        raise AskError(f"{provider}: cannot reach {host}") from None
 
 
 def _short(exc: Exception) -> str:

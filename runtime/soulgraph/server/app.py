@@ -313,24 +313,19 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     return server
 
 
-def _positive_days(text: str) -> float:
-    try:
-        days = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
-    if not (days > 0 and days < 1e6):
-        raise argparse.ArgumentTypeError(f"the half-life must be more than 0 and less than 1e6 days, got {text!r}")
-    return days
+def _number_up_to(unit: str, most: float) -> Callable[[str], float]:
+    """An argparse type: a number more than 0 and at most `most` (`unit` names it in errors)."""
 
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of {unit}, got {text!r}") from None
+        if not 0 < value <= most:
+            raise argparse.ArgumentTypeError(f"must be more than 0 and at most {most:g} {unit}, got {text!r}")
+        return value
 
-def _positive_seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0 < seconds <= 3600:
-        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 3600 seconds, got {text!r}")
-    return seconds
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -338,13 +333,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--soul-file", type=Path, help="the soul graph file (default: $HERMES_HOME/soul.json, else ~/.hermes/soul.json)")
     parser.add_argument("--toolsets", type=parse_toolsets, default=DEFAULT_TOOLSETS,
                         help=f"comma-separated, among {', '.join(TOOLSETS)} (default: graph, the 13 tools)")
-    parser.add_argument("--strength-half-life-days", type=_positive_days, default=record.STRENGTH_HALF_LIFE / 86400,
+    parser.add_argument("--strength-half-life-days", type=_number_up_to("days", 1e6), default=record.STRENGTH_HALF_LIFE / 86400,
                         metavar="DAYS", help="how fast a memory's reinforcement fades without confirmation (default: 30)")
     parser.add_argument("--soul-dir", type=Path, help="where the markdown toolset's relative paths resolve "
                         "(default: the soul file's folder, the Hermes home)")
     parser.add_argument("--allow-outside-soul-dir", action="store_true",
                         help="let the markdown toolset read and write files outside --soul-dir")
-    parser.add_argument("--ask-timeout", type=_positive_seconds, default=60.0, metavar="SECONDS",
+    parser.add_argument("--ask-timeout", type=_number_up_to("seconds", 3600), default=60.0, metavar="SECONDS",
                         help="soul_ask's deadline for the LLM provider's answer (default: 60)")
     args = parser.parse_args(argv)
     soul = SoulFile(args.soul_file or default_soul_file(), freeze=True,  # this process serves one graph
