@@ -1,7 +1,10 @@
-"""`python -m soulgraph.soulrepo validate DIR [--json]`: is this a layered soul we can import?
+"""`python -m soulgraph.soulrepo validate|export …`: the layered soul repository (seed 003).
 
-Prints every problem with its path (or the report as JSON); exit 0 when there is none, 1 when
-there is any, 2 on a usage error.
+    validate DIR [--json]                 every problem with its path; exit 1 on any
+    export --hermes-home H OUT [--include SKILL …] [--agent-id ID] [--no-commit]
+                                          a new repository from a Hermes home; JSON report
+
+Exit 0 when all is well, 1 on a problem, 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ import argparse
 import json
 import sys
 
+from soulgraph.hermes.home import HermesHomeError
+from soulgraph.soulrepo.export import ExportError, export
 from soulgraph.soulrepo.validate import validate
 
 
@@ -19,7 +24,23 @@ def main(argv: list[str] | None = None) -> int:
     check = commands.add_parser("validate", help="check a layered soul repository")
     check.add_argument("repo")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    out = commands.add_parser("export", help="a layered soul repository from a Hermes home")
+    out.add_argument("out", help="a new (or empty) folder")
+    out.add_argument("--hermes-home", help="default: $HERMES_HOME, else ~/.hermes")
+    out.add_argument("--include", action="append", default=[], metavar="SKILL",
+                     help="export this skill (folder name) even without soul_export: true in its frontmatter")
+    out.add_argument("--agent-id", help="the manifest's agent_id (default: the profile name, else hermes)")
+    out.add_argument("--no-commit", action="store_true", help="do not make the folder a git repository")
     args = parser.parse_args(argv)
+    if args.command == "export":
+        try:
+            made = export(args.hermes_home, args.out, include=args.include, agent_id=args.agent_id,
+                          commit=not args.no_commit)
+        except (ExportError, HermesHomeError) as exc:
+            print(f"soulrepo export: {exc}", file=sys.stderr)
+            return 1
+        print(json.dumps(made.as_dict(), indent=2))
+        return 0 if not made.problems else 1
     report = validate(args.repo)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
