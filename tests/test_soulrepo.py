@@ -168,3 +168,21 @@ def test_export_refuses_a_folder_in_use_and_writes_nothing(tmp_path, capsys):
     assert [p.name for p in used.iterdir()] == ["keep.txt"]
     assert main(["export", "--hermes-home", str(tmp_path / "nothing-here"), str(tmp_path / "new")]) == 1
     assert "does not look like a Hermes home" in capsys.readouterr().err and not (tmp_path / "new").exists()
+
+
+# ---------------------------------------------------------------------- bundle
+def test_bundles_for_prompt_harnesses_and_colibri(repo, capsys):
+    assert main(["bundle", str(repo), "--harness", "pi"]) == 0
+    prompt = capsys.readouterr().out
+    assert prompt == ("## Soul (SOUL.md)\n\n# Hermes\n\nCalm, precise, kind.\n\n"
+                      "## User (USER.md)\n\nThe operator prefers short answers.\n\n"
+                      "## Identity (IDENTITY.md)\n\nI am Hermes, the fleet's agent.\n\n"
+                      "## Rules (AGENTS.md)\n\nNever push to main without review.\n")
+    assert "db-7" not in prompt  # no memory layers in a prompt bundle
+    assert main(["bundle", str(repo), "--harness", "colibri"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines == [{"type": "skill", "path": "skills/deploy/SKILL.md"},
+                     {"type": "memory", "path": "memories/curated/tools.md", "entry": 1, "text": "The staging database is db-7."}]
+    (repo / "IDENTITY.md").unlink()
+    assert main(["bundle", str(repo), "--harness", "codex"]) == 1
+    assert "IDENTITY.md: missing" in capsys.readouterr().err

@@ -1,1 +1,1 @@
-"""The layered soul repository (seed 003): validate and export it; import and bundle come next."""
+"""The layered soul repository (seed 003): validate, export and bundle it; import comes next."""

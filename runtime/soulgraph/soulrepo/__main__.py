@@ -3,6 +3,8 @@
     validate DIR [--json]                 every problem with its path; exit 1 on any
     export --hermes-home H OUT [--include SKILL …] [--agent-id ID] [--no-commit]
                                           a new repository from a Hermes home; JSON report
+    bundle DIR --harness pi|codex|claude-code|zot|colibri
+                                          what a harness gets: an identity prompt, or colibri's JSONL
 
 Exit 0 when all is well, 1 on a problem, 2 on a usage error.
 """
@@ -14,6 +16,7 @@ import json
 import sys
 
 from soulgraph.hermes.home import HermesHomeError
+from soulgraph.soulrepo.bundle import HARNESSES, BundleError, bundle
 from soulgraph.soulrepo.export import ExportError, export
 from soulgraph.soulrepo.validate import validate
 
@@ -31,7 +34,17 @@ def main(argv: list[str] | None = None) -> int:
                      help="export this skill (folder name) even without soul_export: true in its frontmatter")
     out.add_argument("--agent-id", help="the manifest's agent_id (default: the profile name, else hermes)")
     out.add_argument("--no-commit", action="store_true", help="do not make the folder a git repository")
+    give = commands.add_parser("bundle", help="what a harness gets from a layered soul")
+    give.add_argument("repo")
+    give.add_argument("--harness", required=True, choices=HARNESSES)
     args = parser.parse_args(argv)
+    if args.command == "bundle":
+        try:
+            sys.stdout.write(bundle(args.repo, args.harness))
+        except BundleError as exc:
+            print(f"soulrepo bundle: {exc}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "export":
         try:
             made = export(args.hermes_home, args.out, include=args.include, agent_id=args.agent_id,
