@@ -3,6 +3,7 @@ the plugin shim loaded by Hermes' own plugin loader in Hermes' own venv, talking
 service started from ours."""
 
 import json
+import select
 import subprocess
 import sys
 import textwrap
@@ -236,6 +237,9 @@ def test_the_service_and_the_mcp_server_share_one_soul_file(tmp_path):
     def ask(op, **args):
         service.stdin.write(json.dumps({"id": 1, "op": op, "args": args}) + "\n")
         service.stdin.flush()
+        # A deadline on the answer: a broken service fails the test instead of hanging it.
+        ready, _, _ = select.select([service.stdout], [], [], 30)
+        assert ready, f"the memory service gave no answer to {op} within 30 s"
         answer = json.loads(service.stdout.readline())
         assert answer["ok"], answer
         return answer["result"]
