@@ -3,6 +3,8 @@
     validate DIR [--json]                 every problem with its path; exit 1 on any
     export --hermes-home H OUT [--include SKILL …] [--agent-id ID] [--no-commit]
                                           a new repository from a Hermes home; JSON report
+    import DIR [--hermes-home H] [--check] [--overwrite-identity] [--commit SHA] [--origin URL]
+                                          into a Hermes home and its soul graph; JSON report
     bundle DIR --harness pi|codex|claude-code|zot|colibri
                                           what a harness gets: an identity prompt, or colibri's JSONL
 
@@ -18,6 +20,7 @@ import sys
 from soulgraph.hermes.home import HermesHomeError
 from soulgraph.soulrepo.bundle import HARNESSES, BundleError, bundle
 from soulgraph.soulrepo.export import ExportError, export
+from soulgraph.soulrepo.importer import import_soul
 from soulgraph.soulrepo.validate import validate
 
 
@@ -34,6 +37,14 @@ def main(argv: list[str] | None = None) -> int:
                      help="export this skill (folder name) even without soul_export: true in its frontmatter")
     out.add_argument("--agent-id", help="the manifest's agent_id (default: the profile name, else hermes)")
     out.add_argument("--no-commit", action="store_true", help="do not make the folder a git repository")
+    into = commands.add_parser("import", help="a layered soul into a Hermes home and its soul graph")
+    into.add_argument("repo")
+    into.add_argument("--hermes-home", help="default: $HERMES_HOME, else ~/.hermes (active_profile followed)")
+    into.add_argument("--check", action="store_true", help="change nothing; report what would change, with diffs")
+    into.add_argument("--overwrite-identity", action="store_true",
+                      help="replace SOUL.md, USER.md, IDENTITY.md the home already has (a backup is kept)")
+    into.add_argument("--commit", help="the commit the tree was checked out at (default: the checkout's HEAD)")
+    into.add_argument("--origin", help="where the repository lives, recorded in provenance (default: its remote)")
     give = commands.add_parser("bundle", help="what a harness gets from a layered soul")
     give.add_argument("repo")
     give.add_argument("--harness", required=True, choices=HARNESSES)
@@ -45,6 +56,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"soulrepo bundle: {exc}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "import":
+        done = import_soul(args.repo, args.hermes_home, origin=args.origin, commit=args.commit,
+                           overwrite_identity=args.overwrite_identity, check=args.check)
+        print(json.dumps(done.as_dict(), indent=2, ensure_ascii=False))
+        if args.check and done.diff:
+            print(done.diff, file=sys.stderr, end="")
+        return 1 if done.status == "error" else 0
     if args.command == "export":
         try:
             made = export(args.hermes_home, args.out, include=args.include, agent_id=args.agent_id,
