@@ -12,9 +12,10 @@ import click
 
 from fleet import inventory as inv
 from fleet.build import REPO, BuildError, RuntimeBuilder, resolve_sha
-from fleet.deploy import BOOTSTRAP_ROLES, UPDATE_ROLES, load_roles, update_host
+from fleet.deploy import BOOTSTRAP_ROLES, UPDATE_ROLES, load_roles, update_host, with_soul
 from fleet.roles import RoleError
 from fleet.runner import Progress, exit_code, recap, run_hosts
+from fleet.soul import SoulSourceError, SoulTree, describe, fetch, parse_soul
 
 DEFAULT_INVENTORY = "inventory.yml"
 
@@ -43,17 +44,42 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
-def _run_update(hosts, ref, *, roles, hermes, yes, check, diff, forks, repo, title) -> int:
+def _soul_known_hosts(hosts, given: str | None) -> str:
+    """The known_hosts for an SSH soul remote: --soul-known-hosts, else the hosts' own (the
+    fleet's), when they share one."""
+    if given:
+        return given
+    files = {str(h.vars.get("known_hosts") or inv.DEFAULTS["known_hosts"]) for h in hosts}
+    return files.pop() if len(files) == 1 else inv.DEFAULTS["known_hosts"]
+
+
+def fetch_soul(value: str | None, hosts, *, known_hosts: str | None, key: str | None,
+               accept_new: bool) -> SoulTree | None:
+    """Clone, resolve and validate the soul on the operator, before any host is touched."""
+    if not value:
+        return None
+    try:
+        spec = parse_soul(value)
+        return fetch(spec, known_hosts=_soul_known_hosts(hosts, known_hosts), key=key, accept_new=accept_new)
+    except SoulSourceError as exc:
+        _fail(f"--soul: {exc}")
+
+
+def _run_update(hosts, ref, *, roles, hermes, yes, check, diff, forks, repo, title, soul=None) -> int:
     try:
         sha = resolve_sha(ref, Path(repo))
     except BuildError as exc:
         _fail(str(exc))
+    if soul is not None:
+        roles = with_soul(roles)
     restart = "the Hermes gateway, where the runtime or its entry changed" if hermes \
         else "nothing (the gateway picks up the new entry at its next restart; use --hermes)"
     click.echo(f"{title} {sha[:12]} ({ref}) on {len(hosts)} host(s): "
                f"{', '.join(h.name for h in hosts)}")
     click.echo(f"  roles: {' → '.join(roles)}; restarts: {restart}"
                + ("; CHECK MODE: nothing is changed" if check else ""))
+    if soul is not None:
+        click.echo(f"  soul: {describe(soul)}, valid; imported after the Hermes install")
     if not (yes or check) and not click.confirm("Go ahead?", default=False):
         click.echo("Nothing done.")
         return 1
@@ -69,9 +95,9 @@ def _run_update(hosts, ref, *, roles, hermes, yes, check, diff, forks, repo, tit
     progress = Progress(show_diff=diff)
     work = lambda host, should_stop: update_host(
         host, sha=sha, builder=builder, roles=loaded, check=check, show_diff=diff,
-        restart_gateway=hermes, on_report=progress.task, should_stop=should_stop)
+        restart_gateway=hermes, on_report=progress.task, should_stop=should_stop, soul=soul)
     results, interrupted = run_hosts(hosts, work, forks=forks, progress=progress)
-    click.echo("\n" + recap(results))
+    click.echo("\n" + recap(results, soul=soul is not None))
     return exit_code(results, interrupted)
 
 
@@ -87,6 +113,11 @@ def update_options(fn):
                   help=f"YAML inventory (default: ./{DEFAULT_INVENTORY} if present).")
     @click.option("--accept-new-host-keys", is_flag=True,
                   help="Trust and record the key of a host not yet in known_hosts (never a changed key).")
+    @click.option("--soul", "soul", metavar="REPO[@REF]",
+                  help="Also import this layered soul repository (at REF: branch, tag or commit) on every host.")
+    @click.option("--soul-known-hosts", metavar="FILE",
+                  help="known_hosts for an SSH soul remote (default: the inventory's known_hosts).")
+    @click.option("--soul-key", metavar="FILE", help="SSH key for the soul remote (default: ssh-agent, ~/.ssh).")
     @click.option("--repo", default=str(REPO), show_default=True, hidden=True,
                   help="The git repository the runtime is built from.")
     @functools.wraps(fn)
@@ -99,15 +130,22 @@ def update_options(fn):
 @update_options
 @click.argument("target")
 @click.argument("sha", default="HEAD")
-def fleet_update(hermes, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys, repo, target, sha):
+def fleet_update(hermes, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys, soul,
+                 soul_known_hosts, soul_key, repo, target, sha):
     """Deploy the soul graph runtime at SHA (default HEAD) to TARGET and install it into Hermes.
 
     TARGET: all, a group, a host, a comma list, or `local` (this machine, no SSH).
     Exit: 0 all well, 2 a host failed, 4 a host unreachable, 6 both, 130 interrupted.
     """
     hosts = _select(inventory_path, target, limit, accept_new_host_keys)
-    sys.exit(_run_update(hosts, sha, roles=UPDATE_ROLES, hermes=hermes, yes=yes, check=check,
-                         diff=diff, forks=forks, repo=repo, title="Update to"))
+    tree = fetch_soul(soul, hosts, known_hosts=soul_known_hosts, key=soul_key, accept_new=accept_new_host_keys)
+    try:
+        code = _run_update(hosts, sha, roles=UPDATE_ROLES, hermes=hermes, yes=yes, check=check,
+                           diff=diff, forks=forks, repo=repo, title="Update to", soul=tree)
+    finally:
+        if tree:
+            tree.close()
+    sys.exit(code)
 
 
 @click.group()
@@ -122,11 +160,18 @@ fleet.add_command(fleet_update, name="update")
 @update_options
 @click.argument("hosts", nargs=-1, required=True)
 @click.option("--sha", "ref", default="HEAD", show_default=True, help="The commit to deploy.")
-def bootstrap(hermes, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys, repo, hosts, ref):
+def bootstrap(hermes, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys, soul,
+              soul_known_hosts, soul_key, repo, hosts, ref):
     """Set up new HOSTS (folders, the gateway's systemd unit or launchd plist), then update them."""
     chosen = _select(inventory_path, ",".join(hosts), limit, accept_new_host_keys)
-    sys.exit(_run_update(chosen, ref, roles=BOOTSTRAP_ROLES, hermes=hermes, yes=yes, check=check,
-                         diff=diff, forks=forks, repo=repo, title="Bootstrap at"))
+    tree = fetch_soul(soul, chosen, known_hosts=soul_known_hosts, key=soul_key, accept_new=accept_new_host_keys)
+    try:
+        code = _run_update(chosen, ref, roles=BOOTSTRAP_ROLES, hermes=hermes, yes=yes, check=check,
+                           diff=diff, forks=forks, repo=repo, title="Bootstrap at", soul=tree)
+    finally:
+        if tree:
+            tree.close()
+    sys.exit(code)
 
 
 @fleet.command()
@@ -136,7 +181,7 @@ def bootstrap(hermes, yes, check, diff, limit, forks, inventory_path, accept_new
 @click.option("--forks", "-f", default=10, type=click.IntRange(1, 200))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per host.")
 def status(target, inventory_path, limit, forks, as_json):
-    """Read-only: each host's deployed sha, Hermes soul entry and gateway state."""
+    """Read-only: each host's deployed sha, Hermes soul entry, gateway state and soul commit."""
     from fleet.status import host_status
     hosts = _select(inventory_path, target, limit)
     with ThreadPoolExecutor(max_workers=forks) as pool:
@@ -148,7 +193,8 @@ def status(target, inventory_path, limit, forks, as_json):
             click.echo(f"{r['host']}: UNREACHABLE — {r['error']}")
         else:
             click.echo(f"{r['host']}: {r['platform']} sha={(r['sha'] or '-')[:12]} "
-                       f"hermes_entry={r['hermes_entry'] or '-'} gateway={r['gateway']}")
+                       f"hermes_entry={r['hermes_entry'] or '-'} gateway={r['gateway']} "
+                       f"soul={(r['soul'] or '-')[:12]}")
     sys.exit(4 if any(not r["reachable"] for r in reports) else 0)
 
 
@@ -158,7 +204,10 @@ def status(target, inventory_path, limit, forks, as_json):
 @click.option("--limit", "-l", metavar="PATTERN")
 @click.option("--hermes", is_flag=True, help="Also check that the gateway is active.")
 @click.option("--sha", "ref", help="Also check that `current` is the release of this commit.")
-def verify(target, inventory_path, limit, hermes, ref):
+@click.option("--soul", metavar="REPO[@REF]", help="Also check that every host imported this layered soul commit.")
+@click.option("--soul-known-hosts", metavar="FILE", help="known_hosts for an SSH soul remote.")
+@click.option("--soul-key", metavar="FILE", help="SSH key for the soul remote.")
+def verify(target, inventory_path, limit, hermes, ref, soul, soul_known_hosts, soul_key):
     """Check each host with pytest-testinfra (fleet.verify). Exit: 0 all passed, 2 a check
     failed, 4 a host unreachable or its key refused."""
     from fleet.verify import VerifyTarget, run_verify
@@ -167,4 +216,8 @@ def verify(target, inventory_path, limit, hermes, ref):
         sha = resolve_sha(ref) if ref else None
     except BuildError as exc:
         _fail(str(exc))
-    sys.exit(run_verify([VerifyTarget.from_inventory(h) for h in hosts], hermes=hermes, sha=sha))
+    tree = fetch_soul(soul, hosts, known_hosts=soul_known_hosts, key=soul_key, accept_new=False)
+    if tree:
+        tree.close()
+    sys.exit(run_verify([VerifyTarget.from_inventory(h) for h in hosts], hermes=hermes, sha=sha,
+                        soul=tree.commit if tree else None, soul_origin=tree.spec.origin if tree else None))

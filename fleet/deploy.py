@@ -1,7 +1,8 @@
 """One host's update: connect, gather facts, run the roles, say how it went.
 
 The roles run in this order (fleet-update): runtime → import_check → switch → hermes → gateway
-(handlers). `fleet bootstrap` puts the bootstrap role first. The only step that changes which
+(handlers); with `--soul`, the soul role runs after hermes. `fleet bootstrap` puts the
+bootstrap role first. The only step that changes which
 runtime is active is the atomic `current` switch, and it runs only after the import check passed.
 """
 
@@ -18,9 +19,17 @@ from fleet.facts import expand_home, gather
 from fleet.inventory import Host
 from fleet.operations import CHANGED, FAILED, OK, SKIPPED, Context
 from fleet.roles import Play, Role, TaskReport, load_role
+from fleet.soul import SoulTree
 
 UPDATE_ROLES = ["runtime", "import_check", "switch", "hermes", "gateway"]
 BOOTSTRAP_ROLES = ["bootstrap", *UPDATE_ROLES]
+SOUL_ROLE = "soul"
+
+
+def with_soul(roles: list[str]) -> list[str]:
+    """The role list with the soul import after the Hermes install (it needs the seeded soul.json)."""
+    at = roles.index("hermes") + 1 if "hermes" in roles else len(roles)
+    return [*roles[:at], SOUL_ROLE, *roles[at:]]
 UNREACHABLE, INTERRUPTED = "unreachable", "interrupted"
 
 
@@ -31,6 +40,7 @@ class HostResult:
     counts: dict[str, int] = field(default_factory=lambda: {OK: 0, CHANGED: 0, FAILED: 0,
                                                             SKIPPED: 0})
     sha: str | None = None  # the release `current` points at afterwards
+    soul: str | None = None  # the layered soul commit imported (with --soul)
     seconds: float = 0.0
     message: str = ""
     reports: list[TaskReport] = field(default_factory=list)
@@ -52,7 +62,7 @@ class LazyWheelhouse(os.PathLike):
 
 
 def host_variables(host: Host, facts: dict[str, Any], sha: str, *, restart_gateway: bool,
-                   builder: RuntimeBuilder | None) -> dict[str, Any]:
+                   builder: RuntimeBuilder | None, soul: SoulTree | None = None) -> dict[str, Any]:
     home = facts["home"]
     hvars = dict(host.vars)
     runtime_dir = expand_home(str(hvars["runtime_dir"]), home)
@@ -68,6 +78,9 @@ def host_variables(host: Host, facts: dict[str, Any], sha: str, *, restart_gatew
         deployed_sha=facts["deployed_sha"],
         restart_gateway=restart_gateway,
         wheelhouse=LazyWheelhouse(builder, facts) if builder else "",
+        soul_commit=soul.commit if soul else None,
+        soul_origin=soul.spec.origin if soul else None,
+        soul_archive=str(soul.archive) if soul else None,
     )
     return hvars
 
@@ -79,7 +92,7 @@ def load_roles(names: list[str]) -> list[Role]:
 def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Role],
                 check: bool = False, show_diff: bool = False, restart_gateway: bool = False,
                 on_report: Callable[[str, TaskReport], None] | None = None,
-                should_stop: Callable[[], bool] = lambda: False) -> HostResult:
+                should_stop: Callable[[], bool] = lambda: False, soul: SoulTree | None = None) -> HostResult:
     started = time.monotonic()
     result = HostResult(host.name, OK)
     conn = host.connection()
@@ -92,7 +105,7 @@ def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Ro
             return result
         ctx = Context(conn, check=check, show_diff=show_diff, facts=facts,
                       vars=host_variables(host, facts, sha, restart_gateway=restart_gateway,
-                                          builder=builder))
+                                          builder=builder, soul=soul))
         play = Play(roles, ctx, on_report=(lambda r: on_report(host.name, r)) if on_report else None,
                     should_stop=should_stop)
         play.run()
@@ -102,6 +115,9 @@ def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Ro
         switched = [r for r in play.reports if r.role == "switch" and r.task.startswith("switch")]
         if not check and switched and switched[0].outcome.status in (OK, CHANGED):
             result.sha = sha
+        imported = [r for r in play.reports if r.role == SOUL_ROLE and r.outcome.status in (OK, CHANGED)]
+        if imported and not check:
+            result.soul = imported[0].outcome.data.get("commit") or (soul.commit if soul else None)
         failures = [r for r in play.reports if r.outcome.failed]
         if failures:
             result.status = FAILED

@@ -117,18 +117,20 @@ def exit_code(results: list[HostResult], interrupted: bool = False) -> int:
     return code
 
 
-def recap(results: list[HostResult]) -> str:
-    header = ("HOST", "OK", "CHANGED", "FAILED", "UNREACHABLE", "SHA", "SECONDS")
+def recap(results: list[HostResult], soul: bool = False) -> str:
+    """The table after a run; `soul`: a SOUL column with the layered soul commit each host
+    imported ("-" where it did not)."""
+    header = ("HOST", "OK", "CHANGED", "FAILED", "UNREACHABLE", "SHA", *(("SOUL",) if soul else ()), "SECONDS")
     rows = [header]
     for r in results:
         rows.append((r.host, str(r.counts[OK]), str(r.counts[CHANGED]), str(r.counts[FAILED]),
                      "1" if r.status == UNREACHABLE else "0", (r.sha or "-")[:12],
-                     f"{r.seconds:.1f}"))
+                     *(((r.soul or "-")[:12],) if soul else ()), f"{r.seconds:.1f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = []
     for row in rows:
         cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:5], widths[1:5])] \
-            + [row[5].ljust(widths[5]), row[6].rjust(widths[6])]
+            + [c.ljust(w) for c, w in zip(row[5:-1], widths[5:-1])] + [row[-1].rjust(widths[-1])]
         lines.append("  ".join(cells).rstrip())
     problems = [f"  {r.host}: {r.status}: {r.message}" for r in results
                 if r.status in (FAILED, UNREACHABLE, INTERRUPTED) and r.message]

@@ -1,7 +1,9 @@
-"""`fleet status`: what a host runs now (deployed sha, Hermes entry, gateway state). Read-only."""
+"""`fleet status`: what a host runs now (deployed sha, Hermes entry, gateway state, the layered
+soul commit imported). Read-only."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import time
 from typing import Any
@@ -14,6 +16,8 @@ from fleet.inventory import Host
 from fleet.operations.service import status_argv
 
 MARK = "::soulfleet-status::"
+SOUL_MARK = "::soulfleet-soul::"
+SOUL_STATE = ".soulgraph/soul-import.json"  # written by `soulrepo import` (soulgraph/soulrepo/importer.py)
 
 
 def host_status(host: Host) -> dict[str, Any]:
@@ -28,9 +32,11 @@ def host_status(host: Host) -> dict[str, Any]:
         env = "" if facts["platform"] == "macos" else \
             'XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/$(id -u)}" '
         out = conn.run(f"cat {sh_path(hermes_home)}/config.yaml 2>/dev/null; echo '{MARK}'; "
-                       f"{env}{shlex.join(argv)} >/dev/null 2>&1 && echo active || echo inactive",
+                       f"{env}{shlex.join(argv)} >/dev/null 2>&1 && echo active || echo inactive; "
+                       f"echo '{SOUL_MARK}'; cat {sh_path(hermes_home)}/{SOUL_STATE} 2>/dev/null",
                        timeout=60).stdout
-        config_text, _, gateway = out.partition(MARK + "\n")
+        config_text, _, rest = out.partition(MARK + "\n")
+        gateway, _, soul_text = rest.partition(SOUL_MARK + "\n")
         entry = None
         try:
             servers = (yaml.safe_load(config_text) or {}).get("mcp_servers") or {}
@@ -40,10 +46,20 @@ def host_status(host: Host) -> dict[str, Any]:
         report.update(reachable=True, platform=facts["platform"], sha=facts["deployed_sha"],
                       hermes_home=hermes_home, hermes_config=facts["config_exists"],
                       hermes_entry=(entry.get("command") if isinstance(entry, dict) else entry),
-                      gateway=gateway.strip())
+                      gateway=gateway.strip(), **_soul(soul_text))
     except HostConnectionError as exc:
         report.update(reachable=False, error=str(exc))
     finally:
         conn.close()
     report["seconds"] = round(time.monotonic() - started, 2)
     return report
+
+
+def _soul(text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {"soul": None, "soul_origin": None}
+    try:
+        state = json.loads(text)
+        return {"soul": state["commit"], "soul_origin": state.get("origin")}
+    except (ValueError, KeyError, TypeError):
+        return {"soul": "unreadable soul-import.json", "soul_origin": None}

@@ -1,6 +1,7 @@
 """Task kinds, one small module each. Importing this package registers them all."""
 
-from fleet.operations import command, directory, files, link, module, prune, service, venv  # noqa: F401
+from fleet.operations import (command, directory, files, link, module, prune, service,  # noqa: F401
+                              soul_import, venv)
 from fleet.operations.base import (CHANGED, FAILED, OK, SKIPPED, REGISTRY, Context, Outcome,
                                    OperationError)
 

@@ -38,10 +38,10 @@ def outcome_from_answer(answer: dict[str, Any] | None, rc: int, stderr: str) -> 
         status = OK if answer.get("ok") else FAILED
     if rc != 0 and status != FAILED:
         status = FAILED
-    message = "; ".join(answer.get("errors") or []) or answer.get("error", "") or ""
+    message = "; ".join(answer.get("errors") or []) or answer.get("error", "") or answer.get("summary", "") or ""
     if not message and "mcp_server" in answer:  # the Hermes installer: say what it did
         message = ", ".join(f"{k}={answer[k]}" for k in ("mcp_server", "seed", "skill"))
-    return Outcome(status, str(message), diff=answer.get("config_diff", "") or "", data=answer)
+    return Outcome(status, str(message), diff=answer.get("config_diff") or answer.get("diff") or "", data=answer)
 
 
 @operation("module")

@@ -137,6 +137,30 @@ def test_mcp_tools(session, layout):
         (f": {report['error']}" if report.get("error") else "")
 
 
+def test_layered_soul(host, layout, verify_settings):
+    """With --soul: the host imported that commit of that repository. Always, where a soul was
+    imported: the skills it wrote are still there."""
+    state_file = host.file(layout.soul_state)
+    expected = verify_settings.soul
+    if not state_file.exists:
+        assert expected is None, f"no layered soul imported (no {layout.soul_state}), expected {expected[:12]}"
+        pytest.skip("no layered soul imported")
+    try:
+        state = json.loads(state_file.content_string)
+    except ValueError:
+        pytest.fail(f"{layout.soul_state} is not JSON")
+    if expected is not None:
+        assert state.get("commit") == expected, \
+            f"the imported soul is {str(state.get('commit'))[:12]}, expected {expected[:12]}"
+        origin = verify_settings.soul_origin
+        assert origin is None or state.get("origin") == origin, \
+            f"the imported soul came from {state.get('origin')}, expected {origin}"
+    skills = state.get("skills") if isinstance(state.get("skills"), dict) else {}
+    missing = [posixpath.join(skill, name) for skill, files in skills.items() for name in files
+               if not host.file(posixpath.join(layout.hermes_home, skill, name)).is_file]
+    assert not missing, f"imported skill files are gone: {', '.join(missing[:5])}"
+
+
 @pytest.mark.hermes
 def test_gateway_active(host):
     system = host.run("uname -s").stdout.strip()

@@ -27,6 +27,8 @@ EXIT_OK, EXIT_FAILED, EXIT_ERROR, EXIT_UNREACHABLE = 0, 2, 3, 4
 class VerifySettings:
     hermes: bool
     sha: str | None
+    soul: str | None = None  # the layered soul commit every host should have imported
+    soul_origin: str | None = None
 
 
 class VerifyPlugin:
@@ -112,7 +114,7 @@ def _reason(excinfo, report) -> str:
 
 
 def run_verify(hosts: list[VerifyTarget], *, hermes: bool, sha: str | None = None,
-               out: TextIO | None = None) -> int:
+               soul: str | None = None, soul_origin: str | None = None, out: TextIO | None = None) -> int:
     """Check every host; print a host × check summary to `out` (default: sys.stdout as it is at
     the call, not at import, so a CLI runner's captured stdout is honoured).
 
@@ -126,7 +128,7 @@ def run_verify(hosts: list[VerifyTarget], *, hermes: bool, sha: str | None = Non
     if not hosts:
         out.write("verify: no hosts\n")
         return EXIT_OK
-    plugin = VerifyPlugin(list(hosts), VerifySettings(hermes=hermes, sha=sha))
+    plugin = VerifyPlugin(list(hosts), VerifySettings(hermes=hermes, sha=sha, soul=soul, soul_origin=soul_origin))
     args = [
         str(CHECKS_MODULE),
         "-c", os.devnull,  # not the project's pytest settings (addopts, testpaths)

@@ -104,6 +104,11 @@ class HostLayout:
         return posixpath.join(self.hermes_home, "plugins", "soulgraph")
 
     @property
+    def soul_state(self) -> str:
+        """What `soulrepo import` recorded: origin, commit and the skills it wrote."""
+        return posixpath.join(self.hermes_home, ".soulgraph", "soul-import.json")
+
+    @property
     def skill(self) -> str:
         return posixpath.join(self.hermes_home, "skills", "soul-graph", "SKILL.md")
 

@@ -498,13 +498,20 @@ def _memory_report(plan: MemoryPlan, graph: SoulGraph, report: Report) -> None:
     counts = report.memories
     counts.update(unchanged=plan.unchanged, already_known=plan.known, added=len(plan.add),
                   superseded=len(plan.supersede), archived=len(plan.archive))
+    lines: list[str] = []  # the soul graph's part of the diff: - leaves default recall, + comes in
     for entry in plan.add:
         report.changes.append(f"memory add: {entry.path} #{entry.number}: {_short(entry.content)}")
+        lines.append(f"+{entry.path} #{entry.number}: {_short(entry.content)}")
     for old_id, entry in plan.supersede:
         report.changes.append(f"memory supersede {old_id} ({_short(graph.get(old_id).content)}) with "
                               f"{entry.path} #{entry.number}: {_short(entry.content)}")
+        lines += [f"-{old_id} (superseded): {_short(graph.get(old_id).content)}",
+                  f"+{entry.path} #{entry.number}: {_short(entry.content)}"]
     for node_id in plan.archive:
         report.changes.append(f"memory archive {node_id}: {_short(graph.get(node_id).content)}")
+        lines.append(f"-{node_id} (archived): {_short(graph.get(node_id).content)}")
+    if lines:
+        report.diff += f"--- a/{SOUL_FILE} (memories)\n+++ b/{SOUL_FILE} (memories)\n" + "\n".join(lines) + "\n"
 
 
 def _short(text: str, limit: int = 80) -> str:
