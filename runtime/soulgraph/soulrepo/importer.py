@@ -472,11 +472,12 @@ def _memories(root: Path, home: Path, core: dict[str, str], memory_files: list[s
         SoulFile(soul_file, clock=clock).save(graph)
         report.changes.append(f"{SOUL_FILE}: created, seeded from the home")
     store = SoulFile(soul_file, clock=clock)
-    if report.check:
-        graph = store.graph()
-        _memory_report(plan_memories(graph, report.origin, entries, "SOUL.md" in report.replaced), graph, report)
+    graph = store.graph()
+    plan = plan_memories(graph, report.origin, entries, "SOUL.md" in report.replaced)
+    if report.check or not (plan.add or plan.supersede or plan.archive):
+        _memory_report(plan, graph, report)  # nothing to write: the write lock is not even taken
         return
-    with store.change() as graph:
+    with store.change() as graph:  # planned again under the lock: another writer may have been first
         plan = plan_memories(graph, report.origin, entries, "SOUL.md" in report.replaced)
         _memory_report(plan, graph, report)
         for entry in plan.add:
