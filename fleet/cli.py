@@ -101,6 +101,16 @@ def _run_update(hosts, ref, *, roles, hermes, yes, check, diff, forks, repo, tit
     return exit_code(results, interrupted)
 
 
+def _update_with_soul(hosts, ref, soul, soul_known_hosts, soul_key, accept_new, **update) -> int:
+    """The run, with the --soul tree (if any) fetched and validated first and removed after."""
+    tree = fetch_soul(soul, hosts, known_hosts=soul_known_hosts, key=soul_key, accept_new=accept_new)
+    try:
+        return _run_update(hosts, ref, soul=tree, **update)
+    finally:
+        if tree:
+            tree.close()
+
+
 def update_options(fn):
     @click.option("--hermes", is_flag=True, help="Restart the Hermes gateway where something changed.")
     @click.option("--yes", "-y", is_flag=True, help="Do not ask before changing hosts.")
@@ -138,14 +148,9 @@ def fleet_update(hermes, yes, check, diff, limit, forks, inventory_path, accept_
     Exit: 0 all well, 2 a host failed, 4 a host unreachable, 6 both, 130 interrupted.
     """
     hosts = _select(inventory_path, target, limit, accept_new_host_keys)
-    tree = fetch_soul(soul, hosts, known_hosts=soul_known_hosts, key=soul_key, accept_new=accept_new_host_keys)
-    try:
-        code = _run_update(hosts, sha, roles=UPDATE_ROLES, hermes=hermes, yes=yes, check=check,
-                           diff=diff, forks=forks, repo=repo, title="Update to", soul=tree)
-    finally:
-        if tree:
-            tree.close()
-    sys.exit(code)
+    sys.exit(_update_with_soul(hosts, sha, soul, soul_known_hosts, soul_key, accept_new_host_keys,
+                               roles=UPDATE_ROLES, hermes=hermes, yes=yes, check=check, diff=diff,
+                               forks=forks, repo=repo, title="Update to"))
 
 
 @click.group()
@@ -164,14 +169,9 @@ def bootstrap(hermes, yes, check, diff, limit, forks, inventory_path, accept_new
               soul_known_hosts, soul_key, repo, hosts, ref):
     """Set up new HOSTS (folders, the gateway's systemd unit or launchd plist), then update them."""
     chosen = _select(inventory_path, ",".join(hosts), limit, accept_new_host_keys)
-    tree = fetch_soul(soul, chosen, known_hosts=soul_known_hosts, key=soul_key, accept_new=accept_new_host_keys)
-    try:
-        code = _run_update(chosen, ref, roles=BOOTSTRAP_ROLES, hermes=hermes, yes=yes, check=check,
-                           diff=diff, forks=forks, repo=repo, title="Bootstrap at", soul=tree)
-    finally:
-        if tree:
-            tree.close()
-    sys.exit(code)
+    sys.exit(_update_with_soul(chosen, ref, soul, soul_known_hosts, soul_key, accept_new_host_keys,
+                               roles=BOOTSTRAP_ROLES, hermes=hermes, yes=yes, check=check, diff=diff,
+                               forks=forks, repo=repo, title="Bootstrap at"))
 
 
 @fleet.command()
