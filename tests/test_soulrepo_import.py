@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -231,6 +232,13 @@ def test_a_tree_that_is_not_a_clean_checkout_is_named_by_its_content(installed_h
     assert report.commit.startswith("tree-") and "not a clean git checkout" in report.warnings[0]
     assert import_soul(repo, home, check=True, commit="abc123", origin="https://u:secret@example.org/soul.git") \
         .origin == "https://example.org/soul.git"
+    # A plain tree inside someone else's checkout (dotfiles in git) is not that checkout.
+    outer = tmp_path / "dotfiles"
+    outer.mkdir()
+    git(outer, "init", "-q")
+    shutil.copytree(repo, outer / "soul", ignore=shutil.ignore_patterns(".git"))
+    inner = import_soul(outer / "soul", home, check=True)
+    assert inner.origin == str(outer / "soul") and inner.commit.startswith("tree-")
 
 
 BAD_INPUT = {

@@ -119,7 +119,8 @@ def describe_origin(repo: Path) -> tuple[str, str | None]:
             return None
         return done.stdout.strip() if done.returncode == 0 else None
 
-    if git("rev-parse", "--is-inside-work-tree") != "true":
+    top = git("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != repo.resolve():  # not a checkout of its own (maybe inside another)
         return str(repo.resolve()), None
     origin = strip_credentials(git("remote", "get-url", "origin") or str(repo.resolve()))
     dirty = git("status", "--porcelain", "--untracked-files=normal")
@@ -169,7 +170,7 @@ def import_soul(repo: str | os.PathLike[str], hermes_home: str | os.PathLike[str
     if not checked.ok:
         return _failed(report, *(f"{root.name}/{p}" if p.path != "." else p.message for p in checked.problems),
                        lead=f"{root} is not a valid layered soul; nothing was imported")
-    found_origin, found_commit = describe_origin(root) if root.is_dir() else (str(root), None)
+    found_origin, found_commit = (None, None) if origin and commit else describe_origin(root)
     report.origin = strip_credentials(origin) if origin else found_origin
     every_file = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
                         if p.is_file() and ".git" not in p.relative_to(root).parts)
