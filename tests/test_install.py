@@ -76,7 +76,7 @@ def test_first_install_adds_entry_seed_and_skill(home, capsys):
     entry = load(home / "config.yaml")["mcp_servers"]["soul"]
     assert entry == {
         "command": "/opt/soul/venv/bin/python",
-        "args": ["-m", "soulgraph.mcp", "--soul-file", str(home / "soul.json")],
+        "args": ["-m", "soulgraph.mcp", "--soul-file", str(home / "soul.json"), "--structured-only"],
         "enabled": True, "timeout": 60, "connect_timeout": 30,
         "tools": {"resources": False, "prompts": False},
     }
@@ -299,7 +299,7 @@ def test_active_profile_redirects_and_says_so(tmp_path):
     report = install(root, python="/p/python")
     assert (report["hermes_home"], report["profile"], report["status"]) == (str(profile), "work", "changed")
     assert report["warnings"][0] == f"{root}/active_profile selects profile 'work': installing into {profile}"
-    assert load(profile / "config.yaml")["mcp_servers"]["soul"]["args"][-1] == str(profile / "soul.json")
+    assert soul_file_arg(load(profile / "config.yaml")) == str(profile / "soul.json")
     assert (profile / "soul.json").exists() and (profile / SKILL_RELPATH).exists()
     assert (root / "config.yaml").read_text() == "display: {compact: true}\n"
     assert not (root / "soul.json").exists()
@@ -330,6 +330,11 @@ def test_hermes_home_comes_from_the_environment(home, monkeypatch):
     assert load_entry_python(report) == os.path.abspath(sys.executable)
 
 
+def soul_file_arg(config) -> str:
+    args = config["mcp_servers"]["soul"]["args"]
+    return args[args.index("--soul-file") + 1]
+
+
 def load_entry_python(report) -> str:
     diff = report["config_diff"]
     return next(line.split("command: ", 1)[1] for line in diff.splitlines() if "command: " in line)
@@ -346,10 +351,12 @@ def test_toolsets_are_written_into_the_entry_only_when_not_the_default(home, cap
     code, report, _ = run_main(["--hermes-home", str(home), "--python", "/p", "--toolsets", "graph,memory"], capsys)
     assert code == 0 and report["mcp_server"] == "added"
     args = load(home / "config.yaml")["mcp_servers"]["soul"]["args"]
-    assert args == ["-m", "soulgraph.mcp", "--soul-file", str(home / "soul.json"), "--toolsets", "graph,memory"]
+    assert args == ["-m", "soulgraph.mcp", "--soul-file", str(home / "soul.json"), "--toolsets", "graph,memory",
+                    "--structured-only"]
     code, report, _ = run_main(["--hermes-home", str(home), "--python", "/p"], capsys)
     assert report["mcp_server"] == "updated"
-    assert load(home / "config.yaml")["mcp_servers"]["soul"]["args"][-1] == str(home / "soul.json")
+    assert load(home / "config.yaml")["mcp_servers"]["soul"]["args"] == \
+        ["-m", "soulgraph.mcp", "--soul-file", str(home / "soul.json"), "--structured-only"]
 
 
 def test_verify_expects_the_tools_of_the_inventorys_toolsets():

@@ -196,7 +196,9 @@ def mcp_entry(soul_file: Path, python: str | None, toolsets: tuple[str, ...] = D
     chosen = [] if tuple(toolsets) == DEFAULT_TOOLSETS else ["--toolsets", ",".join(toolsets)]
     return {
         "command": server_python(python),
-        "args": ["-m", "soulgraph.mcp", "--soul-file", str(soul_file), *chosen],
+        # --structured-only: Hermes hands the model both the text and the structured copy of a
+        # result; with only the structured one, the model reads each result once (server/answers.py).
+        "args": ["-m", "soulgraph.mcp", "--soul-file", str(soul_file), *chosen, "--structured-only"],
         # Without these Hermes adds four resource/prompt helper tools we do not serve.
         "tools": {"resources": False, "prompts": False},
     }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +31,8 @@ from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
 from soulgraph.memory import filters, ranking, record, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.memory import markdown_files as files
-from soulgraph.server import markdown_tools, memory_tools
+from soulgraph.server import markdown_tools, memory_tools, shapes
+from soulgraph.server.answers import tool_calls, tool_registrar
 from soulgraph.server.toolsets import DEFAULT_TOOLSETS, GRAPH_TOOLS, TOOLSETS, parse_toolsets, problem, tool_names  # noqa: F401
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 
@@ -38,9 +40,12 @@ TOOL_NAMES = GRAPH_TOOLS  # the default server's tools
 
 # Bounds on what one call may ask for: an agent's memory entry is a paragraph, not a book.
 Content = Annotated[str, Field(min_length=1, max_length=10_000, description="The memory, decision or belief, in plain text.")]
-QueryText = Annotated[str, Field(max_length=2_000, description="Words to search for.")]
+QueryText = Annotated[str, Field(max_length=2_000, description="What to look for, in plain words (the words matter, not their order).")]
+Hint = Annotated[str, Field(max_length=2_000, description="More words, merged into the search with less weight: what else the task is about.")]
+Context = Annotated[str, Field(max_length=2_000, description="What this session is about (the user's request): the best matching memory and its lineage come back as focus.")]
 NodeId = Annotated[str, Field(min_length=1, max_length=200, description="A node id, as returned by another soul_* tool (e.g. 'n42').")]
-Tag = Annotated[str, Field(min_length=1, max_length=100)]
+Tag = Annotated[str, Field(min_length=1, max_length=100, description="One tag, e.g. 'lesson' or 'project:apollo'.")]
+Pinned = Annotated[bool, Field(description="true: an axiom, never fades, always listed first; false: an ordinary memory.")]
 Tags = Annotated[list[Tag], Field(max_length=32, description="Tags such as 'lesson', 'axiom' or 'project:<name>'.")]
 Parents = Annotated[list[NodeId], Field(max_length=32, description="Ids of existing nodes this one was built on.")]
 Limit = Annotated[int, Field(ge=1, le=100, description="How many nodes to return at most.")]
@@ -124,6 +129,15 @@ class SoulTools:
             raise ToolError(f"{exc.filename or self.soul.path}: {exc.strerror or exc}; the change was not made") from None
 
 
+def _cursor_offset(cursor: str) -> int:
+    """soul_by_tag's cursor: `o<offset>` (opaque to the agent)."""
+    if not cursor:
+        return 0
+    if not re.fullmatch(r"o\d{1,9}", cursor):
+        raise ToolError(f"cursor: {cursor!r} is not a cursor soul_by_tag gave (pass next_cursor as it came)")
+    return int(cursor[1:])
+
+
 def preload_after_handshake(soul: SoulFile):
     """Middleware: read a big soul file once the client has its tool list, not while it waits.
 
@@ -144,8 +158,10 @@ def preload_after_handshake(soul: SoulFile):
 
 
 def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS,
-                 markdown_folder: files.Folder | None = None, ask_timeout: float = 60.0) -> MCPServer:
-    """The server with the tools of `toolsets` (TOOLSETS); the default is the 13 graph tools."""
+                 markdown_folder: files.Folder | None = None, ask_timeout: float = 60.0,
+                 structured_only: bool = False) -> MCPServer:
+    """The server with the tools of `toolsets` (TOOLSETS); the default is the 13 graph tools.
+    `structured_only`: answers carry structuredContent alone, no text copy (server/answers.py)."""
     wrong = problem(tuple(toolsets))
     if wrong:
         raise ValueError(wrong)
@@ -161,11 +177,13 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         log_level="WARNING",
         middleware=[preload_after_handshake(soul)] if preload else (),
     )
+    server.middleware.append(tool_calls(server.list_tools, structured_only=structured_only))
+    tool = tool_registrar(server)
 
-    @server.tool(annotations=READ)
-    async def soul_prime(context: QueryText = "", limit: Limit = 10,
+    @tool(READ)
+    async def soul_prime(context: Context = "", limit: Limit = 10,
                          max_chars: Annotated[int, Field(ge=0, le=20_000, description="Budget of the snapshot text (0: none).")] = snapshot.DEFAULT_MAX_CHARS,
-                         ) -> dict[str, Any]:
+                         ) -> shapes.Primed:
         """Call once at the start of a session. Returns `snapshot`, compact text of what to
         keep in mind (identity, commitments, preferences, projects, recent work) within
         `max_chars`; the hottest memories (pinned axioms first); and, when `context`
@@ -181,23 +199,23 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
             "walk": [tools.brief(n, depth=d, relation=r) for n, d, r in primed["walk"]],
         }
 
-    @server.tool(annotations=READ)
-    async def soul_related(query: QueryText, limit: Limit = 10, hint: QueryText = "") -> dict[str, Any]:
+    @tool(READ)
+    async def soul_related(query: QueryText, limit: Limit = 10, hint: Hint = "") -> shapes.Results:
         """What earlier work is this built on? Searches memories for `query`, then adds each
         hit's DAG parents and children, so the old foundation under a recent match is found
         too. Use before building on earlier work."""
         graph = tools.read()
         return {"results": tools.hits(ranking.related(graph, query, limit, hint=hint or None))}
 
-    @server.tool(annotations=READ)
-    async def soul_query(query: QueryText, limit: Limit = 10, hint: QueryText = "", tag: Tag | None = None,
+    @tool(READ)
+    async def soul_query(query: QueryText, limit: Limit = 10, hint: Hint = "", tag: Tag | None = None,
                          include_archived: Annotated[bool, Field(description="Also search superseded, contradicted and archived memories.")] = False,
                          kind: Kind | None = None,
                          status: Status | None = None,
                          created_after: Annotated[str, Field(max_length=40, description="Only memories written at or after this ISO 8601 date/datetime (UTC if no zone).")] = "",
                          created_before: Annotated[str, Field(max_length=40, description="Only memories written before this ISO 8601 date/datetime.")] = "",
                          valid_at: Annotated[str, Field(max_length=40, description="What was true at this ISO 8601 date/datetime (superseded memories included).")] = "",
-                         ) -> dict[str, Any]:
+                         ) -> shapes.Results:
         """Plain search over memories: rarer shared words count more; recently used, confirmed
         and confident memories rank a little higher; near-copies do not crowd the list, and a
         replaced memory that matches brings its replacement. `hint` is a second query merged
@@ -216,14 +234,14 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
                                include_archived=out_of_recall_too)
         return {"results": tools.hits(found)}
 
-    @server.tool(annotations=READ)
-    async def soul_hot(limit: Limit = 10) -> dict[str, Any]:
+    @tool(READ)
+    async def soul_hot(limit: Limit = 10) -> shapes.Results:
         """What the agent has been doing: pinned axioms, then the most recently and most
         often used memories."""
         return {"results": [tools.brief(n) for n in tools.read().hot(limit)]}
 
-    @server.tool(annotations=READ)
-    async def soul_discover(node_id: NodeId, depth: Depth = 2, limit: Limit = 50) -> dict[str, Any]:
+    @tool(READ)
+    async def soul_discover(node_id: NodeId, depth: Depth = 2, limit: Limit = 50) -> shapes.Walk:
         """Walk the DAG's children from `node_id`: everything built on it, nearest first."""
         try:
             found = tools.read().discover(node_id, depth)
@@ -231,20 +249,26 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
             raise ToolError(str(exc)) from None
         return {"from": node_id, "results": [tools.brief(n, depth=d) for n, d in found[:limit]]}
 
-    @server.tool(annotations=READ)
+    @tool(READ)
     async def soul_by_tag(tag: Tag, limit: Limit = 50,
                           include_archived: Annotated[bool, Field(description="Also list superseded, contradicted and archived memories.")] = False,
-                          ) -> dict[str, Any]:
-        """Every memory carrying `tag` (hottest first)."""
+                          cursor: Annotated[str, Field(max_length=40, description="next_cursor from the page before; empty for the first page.")] = "",
+                          ) -> shapes.Tagged:
+        """Every memory carrying `tag`, hottest first, a page at a time: pass `next_cursor` back
+        as `cursor` for the next page (null on the last). A memory used between two pages can
+        move, so a long listing may show it twice or miss it once."""
+        start = _cursor_offset(cursor)
         nodes = tools.read().by_tag(tag, include_archived=include_archived)
-        return {"tag": tag, "total": len(nodes), "results": [tools.brief(n) for n in nodes[:limit]]}
+        end = start + limit
+        return {"tag": tag, "total": len(nodes), "results": [tools.brief(n) for n in nodes[start:end]],
+                "next_cursor": f"o{end}" if end < len(nodes) else None}
 
-    @server.tool(annotations=WRITE)
-    async def soul_add(content: Content, tags: Tags = [], parents: Parents = [], pinned: bool = False,  # noqa: B006 - the SDK copies defaults
+    @tool(WRITE)
+    async def soul_add(content: Content, tags: Tags = [], parents: Parents = [], pinned: Pinned = False,  # noqa: B006 - the SDK copies defaults
                        kind: Kind | None = None, source: Source = "",
                        confidence: Annotated[Share, Field(description="How sure you are, 0 to 1 (default 0.7).")] = record.DEFAULT_CONFIDENCE,
                        importance: Annotated[Share, Field(description="How much it matters, 0 to 1 (default 0.5).")] = record.DEFAULT_IMPORTANCE,
-                       ) -> dict[str, Any]:
+                       ) -> shapes.View:
         """Record a new memory, decision or belief. Name the nodes it was built on in
         `parents` (or link them later with soul_link). Returns the new node and its id.
         Text holding a secret (a key, a token, a password) is refused: store where the
@@ -254,29 +278,29 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
             source=source, confidence=confidence, importance=importance, where="soul_add"))
         return tools.view(written.node, **({"warnings": written.warnings} if written.warnings else {}))
 
-    @server.tool(annotations=IDEMPOTENT_WRITE)
-    async def soul_link(parent_id: NodeId, child_id: NodeId) -> dict[str, Any]:
+    @tool(IDEMPOTENT_WRITE)
+    async def soul_link(parent_id: NodeId, child_id: NodeId) -> shapes.Linked:
         """Record lineage: `child_id` was built on `parent_id`. An edge that would close a
         cycle is refused."""
         added = tools.change(lambda graph: graph.link(parent_id, child_id))
         return {"parent": parent_id, "child": child_id, "linked": True, "already_linked": not added}
 
-    @server.tool(annotations=IDEMPOTENT_WRITE)
-    async def soul_pin(node_id: NodeId, pinned: bool = True) -> dict[str, Any]:
+    @tool(IDEMPOTENT_WRITE)
+    async def soul_pin(node_id: NodeId, pinned: Pinned = True) -> shapes.View:
         """Pin a memory as an axiom: it never decays and always leads soul_hot and
         soul_prime. `pinned=false` unpins it."""
         node = tools.change(lambda graph: graph.pin(node_id, pinned))
         return tools.view(node)
 
-    @server.tool(annotations=WRITE)
-    async def soul_splay(node_id: NodeId) -> dict[str, Any]:
+    @tool(WRITE)
+    async def soul_splay(node_id: NodeId) -> shapes.View:
         """Mark a memory as used just now: it moves to the top of soul_hot and ranks a
         little higher in searches."""
         node = tools.change(lambda graph: graph.splay(node_id))
         return tools.view(node)
 
-    @server.tool(annotations=WRITE)
-    async def soul_explore(content: Content, tags: Tags = [], parents: Parents = []) -> dict[str, Any]:  # noqa: B006
+    @tool(WRITE)
+    async def soul_explore(content: Content, tags: Tags = [], parents: Parents = []) -> shapes.Explored:  # noqa: B006
         """Try out a hypothesis without changing the graph: it goes into the exploration
         branch, built on `parents`. Returns it with the memories it relates to. Use
         soul_promote to accept it."""
@@ -291,15 +315,15 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
             answer["warnings"] = written.warnings
         return answer
 
-    @server.tool(annotations=WRITE)
-    async def soul_promote(node_id: NodeId) -> dict[str, Any]:
+    @tool(WRITE)
+    async def soul_promote(node_id: NodeId) -> shapes.View:
         """Accept a hypothesis from soul_explore: move that one node into the graph, with
         its edges to parents that are in the graph."""
         node = tools.change(lambda graph: graph.promote(node_id))
         return tools.view(node)
 
-    @server.tool(annotations=READ)
-    async def soul_summary(limit: Limit = 5) -> dict[str, Any]:
+    @tool(READ)
+    async def soul_summary(limit: Limit = 5) -> shapes.Summary:
         """Counts (nodes, edges, pins, tags, open hypotheses) and the hottest memories."""
         summary = tools.read().summary(limit)
         summary["hot"] = [tools.brief(n) for n in summary["hot"]]
@@ -339,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: the soul file's folder, the Hermes home)")
     parser.add_argument("--allow-outside-soul-dir", action="store_true",
                         help="let the markdown toolset read and write files outside --soul-dir")
+    parser.add_argument("--structured-only", action="store_true",
+                        help="answer with structuredContent alone, no text copy: for clients that show both to "
+                        "the model (Hermes; python -m soulgraph.install writes it into Hermes' entry)")
     parser.add_argument("--ask-timeout", type=_number_up_to("seconds", 3600), default=60.0, metavar="SECONDS",
                         help="soul_ask's deadline for the LLM provider's answer (default: 60)")
     args = parser.parse_args(argv)
@@ -351,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     folder = files.Folder((args.soul_dir or soul.path.parent).expanduser().absolute(), args.allow_outside_soul_dir)
     build_server(soul, preload=still_to_read, toolsets=args.toolsets, markdown_folder=folder,
-                 ask_timeout=args.ask_timeout).run("stdio")
+                 ask_timeout=args.ask_timeout, structured_only=args.structured_only).run("stdio")
     return 0
 
 

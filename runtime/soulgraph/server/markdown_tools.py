@@ -22,6 +22,8 @@ from pydantic import Field
 
 from soulgraph.memory import ask as asking, markdown_files as files
 from soulgraph.memory.write import RefusedMemory, remember
+from soulgraph.server import shapes
+from soulgraph.server.answers import tool_registrar
 from soulgraph.server.toolsets import MARKDOWN_TOOLS as TOOL_NAMES  # noqa: F401
 from soulgraph.store import SoulFileError
 
@@ -43,6 +45,7 @@ def register(server: MCPServer, tools: Any, folder: files.Folder, ask_timeout: f
     """Add the markdown tools; `tools` is the graph toolset's SoulTools (for the graph writes),
     `folder` where relative paths resolve, `ask_timeout` soul_ask's deadline in seconds."""
     sessions: dict[tuple[str, str], list[dict[str, str]]] = {}  # in-session history, per file pair
+    tool = tool_registrar(server)
 
     def remember_note(note: str, memory_path: str, writer: str) -> tuple[Any, files.Appended]:
         """The note in the graph and in MEMORY.md, or in neither (raises)."""
@@ -55,8 +58,8 @@ def register(server: MCPServer, tools: Any, folder: files.Folder, ask_timeout: f
             appended = files.append(memory, folder, note, "memory_path")
         return written, appended
 
-    @server.tool(annotations=READ)
-    async def soul_status(soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md") -> dict[str, Any]:
+    @tool(READ)
+    async def soul_status(soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md") -> shapes.MarkdownAnswer:
         """File statistics for SOUL.md and MEMORY.md (for Hermes' memory files also entries,
         characters used and the budget left)."""
         try:
@@ -75,11 +78,11 @@ def register(server: MCPServer, tools: Any, folder: files.Folder, ask_timeout: f
                 answer[f"memory_{key}"] = memory_info[key]
         return answer
 
-    @server.tool(annotations=WRITE)
+    @tool(WRITE)
     async def soul_init(soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md",
                         agent_name: Annotated[str, Field(max_length=200, description="Agent name in SOUL.md header")] = "Assistant",
                         description: Annotated[str, Field(max_length=20_000, description="System prompt content")] =
-                        "A helpful AI assistant with a persistent memory.") -> dict[str, Any]:
+                        "A helpful AI assistant with a persistent memory.") -> shapes.MarkdownAnswer:
         """Create default SOUL.md and MEMORY.md for a new agent. Never overwrites a file."""
         try:
             soul = folder.resolve(soul_path, "soul_path")
@@ -94,9 +97,9 @@ def register(server: MCPServer, tools: Any, folder: files.Folder, ask_timeout: f
             return error(str(exc))
         return {"status": "success", "created": created, "skipped": skipped}
 
-    @server.tool(annotations=WRITE)
+    @tool(WRITE)
     async def soul_remember(note: Note, soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md",
-                            provider: Provider = "anthropic") -> dict[str, Any]:
+                            provider: Provider = "anthropic") -> shapes.MarkdownAnswer:
         """Append a note to MEMORY.md without an LLM round trip; the same note becomes a memory in
         the soul graph, so both agree. Hermes' memory file keeps its format and budget."""
         try:
@@ -113,21 +116,21 @@ def register(server: MCPServer, tools: Any, folder: files.Folder, ask_timeout: f
             answer["warnings"] = written.warnings
         return answer
 
-    @server.tool(annotations=WRITE)
+    @tool(WRITE)
     async def soul_reset(soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md",
-                         provider: Provider = "anthropic") -> dict[str, Any]:
+                         provider: Provider = "anthropic") -> shapes.MarkdownAnswer:
         """Clear the in-session conversation history soul_ask keeps. MEMORY.md is not modified."""
         sessions.pop((soul_path, memory_path), None)
         return {"status": "success", "note": "In-session history cleared. MEMORY.md is unchanged."}
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                              idempotent_hint=False, open_world_hint=True))
     async def soul_ask(question: Annotated[str, Field(min_length=1, max_length=20_000, description="Question or statement to send")],
                        soul_path: SoulPath = "SOUL.md", memory_path: MemoryPath = "MEMORY.md",
                        provider: Provider = "anthropic",
                        model: Annotated[str | None, Field(max_length=200, description="Model override")] = None,
                        base_url: Annotated[str | None, Field(max_length=500, description="Endpoint for openai-compatible")] = None,
-                       remember: Annotated[bool, Field(description="Persist the exchange to MEMORY.md")] = True) -> dict[str, Any]:
+                       remember: Annotated[bool, Field(description="Persist the exchange to MEMORY.md")] = True) -> shapes.MarkdownAnswer:
         """Ask a persistent markdown-memory agent: SOUL.md is its system prompt, MEMORY.md its
         context, this session's earlier exchanges its history; with remember, the exchange is
         appended to MEMORY.md (and the graph)."""

@@ -19,6 +19,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from soulgraph.memory import lifecycle
+from soulgraph.server import shapes
+from soulgraph.server.answers import tool_registrar
 
 from soulgraph.server.toolsets import MEMORY_TOOLS as TOOL_NAMES  # noqa: E402,F401
 
@@ -34,9 +36,10 @@ READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 def register(server: MCPServer, tools: Any) -> None:
     """Add the memory tools to `server`; `tools` is the graph toolset's SoulTools (store access,
     result shapes)."""
+    tool = tool_registrar(server)
 
-    @server.tool(annotations=WRITE)
-    async def soul_update(node_id: NodeId, action: Action, by_id: NodeId | None = None, reason: Reason = "") -> dict[str, Any]:
+    @tool(WRITE)
+    async def soul_update(node_id: NodeId, action: Action, by_id: NodeId | None = None, reason: Reason = "") -> shapes.View:
         """Correct a memory. confirm: it held again (strength up); weaken: doubt it; archive:
         out of default recall, still searchable; contradict / supersede: `by_id` says
         otherwise / replaces it (the old one stays for history, out of default recall)."""
@@ -61,25 +64,25 @@ def register(server: MCPServer, tools: Any) -> None:
         return tools.view(node, status=node.status, strength=round(node.strength, 4),
                           **({"superseded_by": node.superseded_by} if node.superseded_by else {}))
 
-    @server.tool(annotations=WRITE)
-    async def soul_merge(keep_id: NodeId, merge_id: NodeId) -> dict[str, Any]:
+    @tool(WRITE)
+    async def soul_merge(keep_id: NodeId, merge_id: NodeId) -> shapes.View:
         """Two memories that say the same become one: `merge_id` goes into `keep_id`, which
         keeps both sources, all tags and every edge of both. Refused when one is built on the
         other."""
         node = tools.change(lambda graph: lifecycle.merge(graph, keep_id, merge_id, writer="tool:soul_merge"))
         return tools.view(node, merged=merge_id)
 
-    @server.tool(annotations=DESTRUCTIVE)
+    @tool(DESTRUCTIVE)
     async def soul_forget(node_id: NodeId, reason: Annotated[str, Field(min_length=1, max_length=1_000, description="Why it must go; the only thing that stays.")],
-                          force: bool = False) -> dict[str, Any]:
+                          force: bool = False) -> shapes.Forgotten:
         """Forget a memory for good: it leaves the graph and the files (the soul file is
         rewritten without it); only an audit entry with the id, the time and the reason
         stays. A pinned axiom needs force=true."""
         tools.change(lambda graph: lifecycle.forget(graph, node_id, reason, writer="tool:soul_forget", force=force))
         return {"forgotten": node_id, "reason": reason}
 
-    @server.tool(annotations=READ)
-    async def soul_history(node_id: NodeId) -> dict[str, Any]:
+    @tool(READ)
+    async def soul_history(node_id: NodeId) -> shapes.History:
         """What happened to a memory: its audit entries (confirm, supersede, merge, forget, …),
         oldest first, with before/after digests. Works for forgotten ids too."""
         return {"node": node_id, "entries": lifecycle.history(tools.read(), node_id)}

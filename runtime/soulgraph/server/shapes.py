@@ -1,0 +1,136 @@
+"""What each tool answers, field by field: the tools' return annotations, so the SDK publishes
+them as `outputSchema` and checks every structured answer against them.
+
+(typing_extensions' TypedDict: pydantic needs it on Python < 3.12. A key left out here would
+be dropped from the answer, so every key a tool returns is listed.)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from typing_extensions import NotRequired, TypedDict
+
+
+class Brief(TypedDict):
+    """A node in a list of results."""
+
+    id: str
+    content: str
+    tags: list[str]
+    created_at: str  # ISO 8601, UTC
+    parents: list[str]
+    pinned: bool
+    score: NotRequired[float]  # search results: how well it matched
+    via: NotRequired[Optional[str]]  # search results: why it is here when not by its own words
+    depth: NotRequired[int]  # walks: edges away from where the walk started
+    relation: NotRequired[str]  # prime's walk: ancestor or descendant of the focus
+
+
+class View(TypedDict):
+    """A node on its own (the answer of a write), with its bookkeeping."""
+
+    id: str
+    content: str
+    tags: list[str]
+    pinned: bool
+    access_count: int
+    created_at: str
+    last_accessed: str
+    parents: list[str]
+    children: list[str]
+    kind: NotRequired[str]  # when not the default, note
+    metadata: NotRequired[dict[str, Any]]
+    score: NotRequired[float]
+    warnings: NotRequired[list[str]]
+    status: NotRequired[str]  # soul_update: the memory's status after the change
+    strength: NotRequired[float]
+    superseded_by: NotRequired[str]
+    merged: NotRequired[str]  # soul_merge: the id that went into this one
+
+
+class Results(TypedDict):
+    results: list[Brief]
+
+
+class Primed(TypedDict):
+    snapshot: str  # compact text of what to keep in mind, within max_chars
+    hot: list[Brief]
+    focus: Optional[View]  # the memory that best matches `context`
+    walk: list[Brief]
+
+
+# "from" is a Python keyword: the functional form.
+Walk = TypedDict("Walk", {"from": str, "results": list[Brief]})
+
+
+class Tagged(TypedDict):
+    tag: str
+    total: int  # every node with the tag, on all pages
+    results: list[Brief]
+    next_cursor: Optional[str]  # pass as `cursor` for the next page; null on the last
+
+
+class Linked(TypedDict):
+    parent: str
+    child: str
+    linked: bool
+    already_linked: bool
+
+
+class Hypothesis(TypedDict):
+    id: str
+    content: str
+    tags: list[str]
+    parents: list[str]
+
+
+class Explored(TypedDict):
+    hypothesis: Hypothesis
+    related: list[Brief]
+    warnings: NotRequired[list[str]]
+
+
+class Summary(TypedDict):
+    nodes: int
+    edges: int
+    pinned: int
+    tags: dict[str, int]  # tag -> how many nodes, most used first
+    hypotheses: int  # open ones, in the exploration branch
+    hot: list[Brief]
+    soul_file: str
+
+
+class Forgotten(TypedDict):
+    forgotten: str
+    reason: str
+
+
+class History(TypedDict):
+    node: str
+    entries: list[dict[str, Any]]  # {at, action, node, writer, by?, reason?, before, after}
+
+
+class MarkdownAnswer(TypedDict):
+    """The markdown toolset's answers (one shape: the fields present depend on the tool)."""
+
+    status: Literal["success", "error"]
+    message: NotRequired[str]  # with status error: what went wrong
+    soul_path: NotRequired[str]
+    memory_path: NotRequired[str]
+    soul_exists: NotRequired[bool]
+    soul_size_bytes: NotRequired[int]
+    memory_exists: NotRequired[bool]
+    memory_size_bytes: NotRequired[int]
+    memory_format: NotRequired[str]
+    memory_entries: NotRequired[int]
+    memory_chars_used: NotRequired[int]
+    memory_budget_chars: NotRequired[int]
+    memory_remaining_chars: NotRequired[int]
+    created: NotRequired[list[str]]
+    skipped: NotRequired[list[str]]
+    node_id: NotRequired[str]
+    warnings: NotRequired[list[str]]
+    note: NotRequired[str]
+    response: NotRequired[str]
+    remembered: NotRequired[bool]
