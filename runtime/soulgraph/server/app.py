@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, TypeVar
 
+import anyio
 from pydantic import Field
 
 from mcp.server.mcpserver import MCPServer
@@ -31,7 +32,7 @@ from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
 from soulgraph.memory import filters, ranking, record, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.memory import markdown_files as files
-from soulgraph.server import markdown_tools, memory_tools, shapes
+from soulgraph.server import markdown_tools, memory_tools, shapes, stdio
 from soulgraph.server.answers import tool_calls, tool_registrar
 from soulgraph.server.toolsets import DEFAULT_TOOLSETS, GRAPH_TOOLS, TOOLSETS, parse_toolsets, problem, tool_names  # noqa: F401
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
@@ -377,8 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"soulgraph.mcp: {exc}", file=sys.stderr)
         return 1
     folder = files.Folder((args.soul_dir or soul.path.parent).expanduser().absolute(), args.allow_outside_soul_dir)
-    build_server(soul, preload=still_to_read, toolsets=args.toolsets, markdown_folder=folder,
-                 ask_timeout=args.ask_timeout, structured_only=args.structured_only).run("stdio")
+    server = build_server(soul, preload=still_to_read, toolsets=args.toolsets, markdown_folder=folder,
+                          ask_timeout=args.ask_timeout, structured_only=args.structured_only)
+    anyio.run(stdio.serve, server)  # the SDK's stdio, answering lines it cannot parse (server/stdio.py)
     return 0
 
 
