@@ -17,7 +17,7 @@ from soulgraph.hermes.skill import SKILL_RELPATH, skill_text
 
 REPORT_KEYS = {
     "hermes_home", "profile", "check", "status", "config", "mcp_server", "backup", "config_diff",
-    "seed", "seed_nodes", "soul_file", "skill", "skill_file", "plugin", "plugin_dir", "memory_provider",
+    "seed", "seed_nodes", "seed_skipped", "soul_file", "skill", "skill_file", "plugin", "plugin_dir", "memory_provider",
     "memory_provider_before", "warnings", "errors",
 }
 PROVIDER_LINE = "  provider: soulgraph  # managed by python -m soulgraph.install"

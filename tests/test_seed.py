@@ -36,7 +36,7 @@ def home(tmp_path):
 
 @pytest.fixture
 def seeded(home):
-    return seed_graph(home, clock=clock)
+    return seed_graph(home, clock=clock, include_backups=True)
 
 
 # --------------------------------------------------------------------- the parser
@@ -133,9 +133,21 @@ def test_the_same_entry_in_several_copies_is_one_node_with_every_source(seeded):
     assert files == {"SOUL.md", "memories/MEMORY.md", "memories/USER.md", "memories/MEMORY.md.bak.1714000000"}
 
 
+def test_backups_are_seeded_only_when_asked_and_named_when_not(home):
+    """An entry only in Hermes' backup may be one the user removed on purpose (issue 13)."""
+    graph, warnings = seed_graph(home, clock=clock)
+    lost = "Grafana lives at grafana.internal:3000 (an entry the live file lost)."
+    assert lost not in {n.content for n in graph.nodes.values()}
+    staging = by_content(graph, "The staging host stg-01 fills its disk every two weeks;\nclean /var/log/atlas first.")
+    assert staging.metadata["sources"] == [{"file": "memories/MEMORY.md", "line": 3}]
+    assert warnings == ["memories/MEMORY.md.bak.1714000000: a backup Hermes keeps, not seeded (an entry only there "
+                        "may have been removed on purpose; --include-backups seeds backups too)"]
+    assert lost in {n.content for n in seed_graph(home, clock=clock, include_backups=True)[0].nodes.values()}
+
+
 def test_user_copies_are_tagged_user(home):
     (home / "memories" / "USER.md.bak.1714000001").write_text("Dana's manager is Eli.")
-    graph, _ = seed_graph(home, clock=clock)
+    graph, _ = seed_graph(home, clock=clock, include_backups=True)
     assert by_content(graph, "Dana's manager is Eli.").tags == ["user"]
 
 
@@ -165,7 +177,7 @@ def test_empty_binary_latin1_bom_and_directory_files_never_crash(home):
     (memories / "MEMORY.md.bak.1714000000").write_bytes("Caf\u00e9 au lait at 10.\n§\nna\u00efve".encode("latin-1"))
     (home / "SOUL.md").write_bytes(b"\xef\xbb\xbf# Identity\n\nPlain persona.\n")
     (memories / "notes.md").mkdir()
-    graph, warnings = seed_graph(home, clock=clock)
+    graph, warnings = seed_graph(home, clock=clock, include_backups=True)
     assert sorted(n.content for n in graph.nodes.values()) == ["Café au lait at 10.", "Identity", "Plain persona.", "naïve"]
     assert by_content(graph, "Plain persona.").pinned  # the BOM did not hide the heading
     assert warnings == [
@@ -194,7 +206,7 @@ def test_unreadable_file_warns(home):
 # --------------------------------------------------------------------- the command
 def test_seed_command_writes_a_soul_file_and_reports(home, tmp_path, capsys):
     out = tmp_path / "soul.json"
-    assert seed_module.main(["--hermes-home", str(home), "--out", str(out), "--json"]) == 0
+    assert seed_module.main(["--hermes-home", str(home), "--out", str(out), "--json", "--include-backups"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["nodes"] == 17 and report["pinned"] == 6 and report["sections"] == 4
     assert report["entries_by_file"]["memories/MEMORY.md.bak.1714000000"] == 3
@@ -215,4 +227,4 @@ def test_seed_command_follows_active_profile(home, tmp_path, capsys):
     assert seed_module.main(["--hermes-home", str(root)]) == 0
     out = capsys.readouterr().out
     assert f"Hermes home: {root / 'profiles' / 'work'} (profile work)" in out
-    assert "17 nodes (4 sections)" in out
+    assert "16 nodes (4 sections)" in out  # the backup-only entry is not seeded

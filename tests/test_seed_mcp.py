@@ -26,7 +26,8 @@ def test_seeded_home_answers_soul_prime_over_stdio(tmp_path):
     home = write_home(tmp_path / "home")
     (home / "config.yaml").write_text(CONFIG_WITH_SERVERS)
     report = install(home, python=sys.executable)
-    assert report["status"] == "changed" and report["seed_nodes"] == 17
+    assert report["status"] == "changed" and report["seed_nodes"] == 16  # not the entry only in a backup
+    assert report["seed_skipped"] == ["memories/MEMORY.md.bak.1714000000"]
 
     from ruamel.yaml import YAML
     entry = YAML(typ="safe").load((home / "config.yaml").read_text())["mcp_servers"]["soul"]
@@ -40,10 +41,7 @@ def test_seeded_home_answers_soul_prime_over_stdio(tmp_path):
     assert [n["pinned"] for n in hot[:6]] == [True] * 6 and not hot[6]["pinned"]
     assert all("axiom" in n["tags"] for n in hot[:6])
     assert primed["focus"]["content"].startswith("The staging host stg-01 fills its disk")
-    assert primed["focus"]["metadata"]["sources"] == [
-        {"file": "memories/MEMORY.md", "line": 3},
-        {"file": "memories/MEMORY.md.bak.1714000000", "line": 3},
-    ]
+    assert primed["focus"]["metadata"]["sources"] == [{"file": "memories/MEMORY.md", "line": 3}]
     # a walk from a nested bullet reaches the section and heading it sits in
     _, bullet = anyio.run(_prime, entry["command"], entry["args"], "backup before editing config")
     walked = {n["content"]: n["relation"] for n in bullet.structured_content["walk"]}

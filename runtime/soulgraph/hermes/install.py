@@ -38,7 +38,7 @@ from soulgraph.hermes import install_state, plugin_files
 from soulgraph.hermes.config import ConfigError, plan_entry
 from soulgraph.hermes.provider_config import plan_provider
 from soulgraph.hermes.home import HermesHomeError, resolve_home
-from soulgraph.hermes.seed import seed_graph
+from soulgraph.hermes.seed import backups, seed_graph
 from soulgraph.hermes.uninstall import uninstall
 from soulgraph.hermes.skill import SKILL_NAME, SKILL_RELPATH, frontmatter, is_ours, skill_name, skill_text
 from soulgraph.server.toolsets import DEFAULT_TOOLSETS, parse_toolsets
@@ -72,6 +72,7 @@ def new_report(home: Path | None, profile: str | None, check: bool) -> dict[str,
         "config_diff": "",
         "seed": "skipped",  # created | exists | corrupt, left alone | skipped | error
         "seed_nodes": None,
+        "seed_skipped": [],  # Hermes' backups of memory files, not seeded (--seed-backups reads them)
         "soul_file": str(base / SOUL_FILE) if home else None,
         "skill": "skipped",  # installed | updated | unchanged | hand-written, left alone | skipped | error
         "skill_file": str(base / SKILL_RELPATH) if home else None,
@@ -86,7 +87,7 @@ def new_report(home: Path | None, profile: str | None, check: bool) -> dict[str,
 
 def install(hermes_home: str | os.PathLike[str] | None = None, *, check: bool = False,
             python: str | None = None, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS,
-            memory_provider: str = "auto") -> dict[str, Any]:
+            memory_provider: str = "auto", seed_backups: bool = False) -> dict[str, Any]:
     """`memory_provider`: auto (install the plugin; select it when no other provider is
     chosen), soulgraph (select it even over another), none (leave plugins and provider alone)."""
     if memory_provider not in MEMORY_PROVIDER_CHOICES:
@@ -110,7 +111,7 @@ def install(hermes_home: str | os.PathLike[str] | None = None, *, check: bool = 
     plugin = plugin_files.plan(home, server_python(python), home / SOUL_FILE) if memory_provider != "none" else None
     _install_config(report, home, config, home / SOUL_FILE, python, check, toolsets, memory_provider, plugin)
     if report["mcp_server"] != "error":
-        _install_seed(report, home, check)
+        _install_seed(report, home, check, seed_backups)
         _install_skill(report, home, check)
     if report["errors"]:
         report["status"] = "error"
@@ -216,7 +217,7 @@ def _backup(path: Path) -> Path:
 
 
 # ------------------------------------------------------------------ 2. the seed
-def _install_seed(report: dict[str, Any], home: Path, check: bool) -> None:
+def _install_seed(report: dict[str, Any], home: Path, check: bool, include_backups: bool = False) -> None:
     soul_path = home / SOUL_FILE
     if soul_path.exists() or soul_path.is_symlink():
         try:
@@ -226,8 +227,9 @@ def _install_seed(report: dict[str, Any], home: Path, check: bool) -> None:
             report["seed"] = SEED_CORRUPT
             report["errors"].append(f"{exc} (the soul MCP server will refuse to start until it is fixed or moved away)")
         return
-    graph, warnings = seed_graph(home)
+    graph, warnings = seed_graph(home, include_backups=include_backups)
     report["warnings"] += [f"seed: {w}" for w in warnings]
+    report["seed_skipped"] = [] if include_backups else backups(home)
     report["seed_nodes"] = len(graph)
     report["seed"] = "created"
     if check:
@@ -307,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="auto: install the soulgraph memory provider plugin and select it unless config.yaml "
                         "names another provider; soulgraph: select it even then; none: leave plugins and "
                         "memory.provider alone (default: %(default)s)")
+    parser.add_argument("--seed-backups", action="store_true",
+                        help="when seeding soul.json, also read Hermes' backups of the memory files "
+                        "(memories/*.md.bak.*; by default they are skipped and named in the report)")
     parser.add_argument("--remove", action="store_true",
                         help="take everything out again: config.yaml as it was before the first install "
                         "(byte for byte when untouched since), the skill, the plugin; soul.json is kept")
@@ -315,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         report = uninstall(args.hermes_home, check=args.check)
     else:
         report = install(args.hermes_home, check=args.check, python=args.python, toolsets=args.toolsets,
-                         memory_provider=args.memory_provider)
+                         memory_provider=args.memory_provider, seed_backups=args.seed_backups)
     print(json.dumps(report, indent=2, ensure_ascii=False))
     if args.check and report.get("config_diff"):
         print(report["config_diff"], file=sys.stderr, end="")

@@ -4,10 +4,13 @@ Sources, in order (the first copy of an entry gives its node's place and line):
 
 - `SOUL.md` at the home's root: the agent's persona. Its entries are pinned axioms.
 - `memories/MEMORY.md` (the agent's notes) and `memories/USER.md` (about the user).
-- The other copies Hermes keeps under `memories/`: hermes-agent 0.19 writes
-  `MEMORY.md.bak.<unix time>` / `USER.md.bak.<unix time>` when it finds a memory file
-  edited outside its memory tool (before refusing to overwrite it). Any other `*.md`
-  there is read too, and `MEMORY.md` / `USER.md` at the root (an older layout).
+- Any other `*.md` under `memories/`, and `MEMORY.md` / `USER.md` at the root (an older
+  layout).
+- Only when asked (`include_backups`, `--include-backups`): the backups Hermes keeps under
+  `memories/`. hermes-agent 0.19 writes `MEMORY.md.bak.<unix time>` / `USER.md.bak.<unix
+  time>` when it finds a memory file edited outside its memory tool. An entry found only
+  there may be one the user removed on purpose, so by default backups are not read and the
+  warnings name each one skipped.
 
 One node per entry, one per section heading (the parent of the entries under it). The
 same entry in several copies is one node whose metadata lists every copy. Files that
@@ -45,7 +48,17 @@ def _tag_for(name: str) -> str:
     return "user" if name.upper().startswith("USER") else "memory"
 
 
-def find_sources(home: Path) -> list[Source]:
+def is_backup(name: str) -> bool:
+    """Hermes' backup of a memory file: `MEMORY.md.bak.<unix time>`, `USER.md.bak.<…>`."""
+    return name.startswith(("MEMORY.md.", "USER.md.")) and ".bak" in name
+
+
+def backups(home: Path) -> list[str]:
+    memories = home / "memories"
+    return sorted(f"memories/{p.name}" for p in memories.iterdir() if is_backup(p.name)) if memories.is_dir() else []
+
+
+def find_sources(home: Path, include_backups: bool = False) -> list[Source]:
     sources = [
         Source("SOUL.md", "soul", True),
         Source("memories/MEMORY.md", "memory", False),
@@ -58,6 +71,7 @@ def find_sources(home: Path) -> list[Source]:
             if not p.name.startswith(".") and p.name not in ("MEMORY.md", "USER.md")
             and not p.name.endswith((".lock", ".tmp"))
             and (p.name.startswith(("MEMORY.md", "USER.md")) or p.suffix == ".md")
+            and (include_backups or not is_backup(p.name))
         )
         sources += [Source(f"memories/{name}", _tag_for(name), False) for name in copies]
     for name in ("MEMORY.md", "USER.md"):
@@ -66,14 +80,18 @@ def find_sources(home: Path) -> list[Source]:
     return sources
 
 
-def seed_graph(hermes_home: str | Path, clock: Clock = time.time) -> tuple[SoulGraph, list[str]]:
+def seed_graph(hermes_home: str | Path, clock: Clock = time.time, *,
+               include_backups: bool = False) -> tuple[SoulGraph, list[str]]:
     """Build a soul graph from the Hermes home `hermes_home` (already resolved: no
-    profile redirect here). Returns the graph and human-readable warnings."""
+    profile redirect here). Returns the graph and human-readable warnings (which name the
+    backups left out, unless `include_backups`)."""
     home = Path(hermes_home)
     graph = SoulGraph(clock=clock)
-    warnings: list[str] = []
+    warnings: list[str] = [] if include_backups else [
+        f"{name}: a backup Hermes keeps, not seeded (an entry only there may have been removed on purpose; "
+        "--include-backups seeds backups too)" for name in backups(home)]
     by_key: dict[tuple[str, ...], str] = {}  # dedup key -> node id
-    for source in find_sources(home):
+    for source in find_sources(home, include_backups):
         read = read_text_leniently(home / source.relpath, source.relpath)
         if read.warning:
             warnings.append(read.warning)
@@ -164,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hermes-home", help="the Hermes home (default: $HERMES_HOME, else ~/.hermes); "
                         "an active_profile file redirects to that profile")
     parser.add_argument("--out", type=Path, help="write the graph to this soul file (default: only report)")
+    parser.add_argument("--include-backups", action="store_true",
+                        help="also seed Hermes' backups of the memory files (memories/*.md.bak.*)")
     parser.add_argument("--force", action="store_true", help="replace --out when it already exists")
     parser.add_argument("--json", action="store_true", help="print a JSON report with every node")
     args = parser.parse_args(argv)
@@ -175,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     if not home.path.is_dir():
         print(f"soulgraph.seed: no Hermes home at {home.path}", file=sys.stderr)
         return 1
-    graph, warnings = seed_graph(home.path)
+    graph, warnings = seed_graph(home.path, include_backups=args.include_backups)
     report = summarize(graph, warnings, home.path)
     report["profile"] = home.profile
     report["out"] = str(args.out) if args.out else None
