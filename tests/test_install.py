@@ -68,7 +68,7 @@ def test_first_install_adds_entry_seed_and_skill(home, capsys):
     assert report | {"backup": None, "config_diff": "", "warnings": []} == {
         "hermes_home": str(home), "profile": None, "check": False, "status": "changed",
         "config": str(home / "config.yaml"), "mcp_server": "added", "backup": None, "config_diff": "",
-        "seed": "created", "seed_nodes": 17, "soul_file": str(home / "soul.json"),
+        "seed": "created", "seed_nodes": 16, "seed_skipped": ["memories/MEMORY.md.bak.1714000000"], "soul_file": str(home / "soul.json"),
         "skill": "installed", "skill_file": str(home / SKILL_RELPATH), "warnings": [], "errors": [],
         "plugin": "installed", "plugin_dir": str(home / "plugins" / "soulgraph"),
         "memory_provider": "selected", "memory_provider_before": None,
@@ -108,7 +108,7 @@ def test_second_run_changes_nothing_at_all(home):
     report = install(home, python="/opt/soul/venv/bin/python")
     assert (report["status"], report["mcp_server"], report["seed"], report["skill"]) == (
         "unchanged", "unchanged", "exists", "unchanged")
-    assert report["backup"] is None and report["config_diff"] == "" and report["seed_nodes"] == 17
+    assert report["backup"] is None and report["config_diff"] == "" and report["seed_nodes"] == 16
     assert snapshot(home) == before  # byte-identical, same modes, not even rewritten
 
 

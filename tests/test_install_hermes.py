@@ -65,7 +65,7 @@ def test_seeded_memories_and_other_servers_survive_in_a_hermes_home(hermes_exe, 
     write_home(home)  # real-looking SOUL.md and memories over Hermes' defaults
     hc.add_mcp_server(home, "other", {"command": "/bin/true", "enabled": False})
     code, report = run_install("--hermes-home", str(home))
-    assert code == 0 and report["seed_nodes"] == 17
+    assert code == 0 and report["seed_nodes"] == 16  # the backup-only entry is skipped
     assert_hermes_sees_soul(home)
     other = hc.mcp_list(home).get("other")
     assert other is not None and not other.enabled
