@@ -738,9 +738,15 @@ class SoulGraph:
         return node
 
     def promote(self, node_id: str) -> Node:
-        """Move one hypothesis into the graph, with its edges to parents already in the graph."""
+        """Move one hypothesis into the graph, with its edges to its parents. Refused while a
+        parent is itself still a hypothesis (that edge would be lost): promote it first."""
         if node_id not in self.branch:
             raise SoulGraphError(f"{node_id!r} is not a hypothesis in the exploration branch")
+        waiting = sorted(p for p in self.branch_parents[node_id] if p in self.branch)
+        if waiting:
+            raise SoulGraphError(f"{node_id!r} is built on {', '.join(repr(p) for p in waiting)}, still "
+                                 f"{'a hypothesis' if len(waiting) == 1 else 'hypotheses'}: promote "
+                                 f"{'it' if len(waiting) == 1 else 'them'} first, or discard {node_id!r}")
         self._keep_branch()
         node = self.branch.pop(node_id)
         self.branch_dirty = True
@@ -751,6 +757,26 @@ class SoulGraph:
         for parent in parents:
             self._add_edge(parent, node_id)
         return node
+
+    def discard(self, node_id: str) -> Node:
+        """Drop a hypothesis from the exploration branch. Refused while other hypotheses are
+        built on it (discard them first)."""
+        if node_id not in self.branch:
+            raise SoulGraphError(f"{node_id!r} is not a hypothesis in the exploration branch")
+        built_on = sorted(h for h, parents in self.branch_parents.items() if node_id in parents)
+        if built_on:
+            raise SoulGraphError(f"{', '.join(repr(h) for h in built_on)} {'is' if len(built_on) == 1 else 'are'} "
+                                 f"built on {node_id!r}: discard or promote {'it' if len(built_on) == 1 else 'them'} first")
+        self._keep_branch()
+        node = self.branch.pop(node_id)
+        self.branch_parents.pop(node_id, None)
+        self.branch_dirty = True
+        return node
+
+    def hypotheses(self) -> list[tuple[Node, list[str]]]:
+        """The open hypotheses, newest first, each with its parents."""
+        return [(node, sorted(self.branch_parents.get(node.id, ())))
+                for node in sorted(self.branch.values(), key=lambda n: n.created_at, reverse=True)]
 
     # ----------------------------------------------------------------- changes as records
     def record(self, node_id: str) -> dict[str, Any]:

@@ -317,17 +317,30 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         return answer
 
     @tool(WRITE)
-    async def soul_promote(node_id: NodeId) -> shapes.View:
-        """Accept a hypothesis from soul_explore: move that one node into the graph, with
-        its edges to parents that are in the graph."""
+    async def soul_promote(node_id: NodeId,
+                           discard: Annotated[bool, Field(description="true: drop the hypothesis instead of accepting it.")] = False,
+                           ) -> shapes.View:
+        """Accept a hypothesis from soul_explore: move that one node into the graph, with its
+        edges to its parents (a parent that is still a hypothesis must be promoted first).
+        `discard=true` drops it instead. soul_summary lists the open hypotheses."""
+        if discard:
+            node = tools.change(lambda graph: graph.discard(node_id))
+            return {"id": node.id, "content": node.content, "tags": node.tags, "pinned": False, "access_count": 0,
+                    "created_at": _iso(node.created_at), "last_accessed": _iso(node.last_accessed),
+                    "parents": [], "children": [], "status": "discarded"}
         node = tools.change(lambda graph: graph.promote(node_id))
         return tools.view(node)
 
     @tool(READ)
     async def soul_summary(limit: Limit = 5) -> shapes.Summary:
-        """Counts (nodes, edges, pins, tags, open hypotheses) and the hottest memories."""
-        summary = tools.read().summary(limit)
+        """Counts (nodes, edges, pins, tags, open hypotheses), the hottest memories, and the
+        open hypotheses themselves (newest first, up to 50: promote or discard them with
+        soul_promote)."""
+        graph = tools.read()
+        summary = graph.summary(limit)
         summary["hot"] = [tools.brief(n) for n in summary["hot"]]
+        summary["open_hypotheses"] = [{"id": n.id, "content": n.content, "tags": n.tags, "parents": parents}
+                                      for n, parents in graph.hypotheses()[:50]]
         summary["soul_file"] = str(soul.path)
         return summary
 

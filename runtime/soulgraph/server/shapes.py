@@ -43,7 +43,7 @@ class View(TypedDict):
     metadata: NotRequired[dict[str, Any]]
     score: NotRequired[float]
     warnings: NotRequired[list[str]]
-    status: NotRequired[str]  # soul_update: the memory's status after the change
+    status: NotRequired[str]  # soul_update: the memory's status after the change; soul_promote: discarded
     strength: NotRequired[float]
     superseded_by: NotRequired[str]
     merged: NotRequired[str]  # soul_merge: the id that went into this one
@@ -98,6 +98,7 @@ class Summary(TypedDict):
     tags: dict[str, int]  # tag -> how many nodes, most used first
     hypotheses: int  # open ones, in the exploration branch
     hot: list[Brief]
+    open_hypotheses: list[Hypothesis]  # newest first, up to 50
     soul_file: str
 
 
