@@ -177,3 +177,28 @@ def test_every_line_the_server_cannot_parse_gets_a_json_rpc_error(tmp_path, line
     expected_id = 7 if code == -32600 else None
     assert answers[1]["id"] == expected_id
     assert answers[2] == {"jsonrpc": "2.0", "id": 8, "result": {}}  # and the server goes on
+
+
+def test_prime_shows_recent_work_and_the_match_not_only_pins(tmp_path):
+    """A 14-entry persona used to fill prime(limit=10) with pins in reverse order and leave
+    recent work out: now pins take a share, in their own order, and the snapshot keeps room
+    for Recent."""
+    persona = [f"Persona rule {i}: answer calmly and check the facts before saying anything about topic {i}."
+               for i in range(1, 15)]
+
+    async def scenario(session):
+        for rule in persona:
+            await session.call("soul_add", content=rule, pinned=True)
+        for i in range(8):
+            await session.call("soul_add", content=f"Worked on the billing migration, step {i}.", tags=["work"])
+        primed = await session.call("soul_prime", context="billing migration", limit=10)
+        pins = [n for n in primed["hot"] if n["pinned"]]
+        assert [n["content"] for n in pins] == persona[:3]  # a share, in the persona's own order
+        assert len(primed["hot"]) == 10 and sum(not n["pinned"] for n in primed["hot"]) == 7
+        assert "billing migration" in primed["focus"]["content"]
+        text = primed["snapshot"]
+        identity, _, rest = text.partition("Recent:\n")
+        assert rest.count("Worked on the billing migration") >= 4, text
+        assert len(identity) <= 0.4 * 2200 and len(text) <= 2200
+
+    with_server(tmp_path / "soul.json", scenario)

@@ -697,8 +697,11 @@ class SoulGraph:
         ranked = sorted(best.values(), key=lambda h: (-h.score, h.node.id))
         return ranked[:k]
 
-    def prime(self, context: str = "", n: int = 10, depth: int = 2) -> dict[str, Any]:
-        """Session start: the hottest nodes, plus a short walk around the best match of `context`."""
+    def prime(self, context: str = "", n: int = 10, depth: int = 2, pin_share: float = 0.3) -> dict[str, Any]:
+        """Session start: `hot`, n nodes: pins (at most `pin_share` of n, at least one, in
+        their natural order: oldest first), then what the agent has been doing (the hottest
+        other nodes), with pins again only where there is nothing else; plus a short walk
+        around the best match of `context`."""
         focus = self.query(context, 1) if context.strip() else []
         walk: list[tuple[Node, int, str]] = []
         if focus:
@@ -706,7 +709,21 @@ class SoulGraph:
             walk = [(node, d, "ancestor") for node, d in self.ancestors(focus_id, depth)]
             walk += [(node, d, "descendant") for node, d in self.discover(focus_id, depth)]
             walk = [step for step in walk if step[0].status == ACTIVE]
-        return {"hot": self.hot(n), "focus": focus[0] if focus else None, "walk": walk[: 2 * n]}
+        return {"hot": self._primed_hot(n, pin_share), "focus": focus[0] if focus else None, "walk": walk[: 2 * n]}
+
+    def _primed_hot(self, n: int, pin_share: float) -> list[Node]:
+        pins = sorted((self.nodes[i] for i in self.pinned if self.nodes[i].status == ACTIVE),
+                      key=lambda node: (node.created_at, node.id))
+        recent: list[Node] = []
+        for _key, node_id in self.order.descending():
+            if len(recent) >= n:
+                break
+            node = self.nodes[node_id]
+            if not node.pinned and node.status == ACTIVE:
+                recent.append(node)
+        take = min(len(pins), max(1, int(n * pin_share)), n)
+        take = max(take, n - len(recent))  # pins fill what recent work cannot
+        return pins[:take] + recent[: n - min(take, len(pins))]
 
     def summary(self, n: int = 5) -> dict[str, Any]:
         return {

@@ -11,6 +11,11 @@ longer than `max_chars` (default 2,200, Hermes' own MEMORY.md budget). Sections,
     Recent        the hottest other memories (not the conversation turns the Hermes provider
                   records: what mattered in them is promoted into typed memories)
 
+Shares (issue 13): Identity takes at most 40 % of the budget and, while there are other
+memories to show, 25 % is kept for Recent, so a long SOUL.md (which Hermes puts in the prompt
+anyway) never crowds out what the agent has been doing. Budget a section leaves unused goes
+to the sections after it.
+
 Within a section the hottest come first (at most 64 are looked at per section, so the build
 stays well under 2 ms however big the graph) (the splay tree's key: use count and last use, not
 the clock, so the text does not change while the graph does not). Only active memories in
@@ -33,6 +38,8 @@ LINE_CHARS = 300
 # At most this many candidates per section are looked at (a 2,200-character budget holds a few
 # dozen lines), so the build does not grow with the graph.
 CANDIDATES = 64
+IDENTITY_SHARE = 0.40  # of max_chars, at most
+RECENT_RESERVE = 0.25  # of max_chars, kept for Recent while the sections before it are written
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Commitments", ("goal_or_commitment",)),
     ("Preferences", ("preference", "communication_preference")),
@@ -74,16 +81,18 @@ def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     out: list[str] = []
     shown: set[str] = set()
 
-    def section(title: str, nodes: Iterable[Node]) -> None:
+    def section(title: str, nodes: Iterable[Node], cap: float) -> None:
+        """Lines of `nodes` within min(budget, cap) characters, header included."""
         nonlocal budget
         header = f"{title}:\n"
+        room = min(budget, int(cap))
         lines: list[str] = []
         cost = len(header)
         for node in itertools.islice(nodes, CANDIDATES):
             if node.id in shown or not _in_recall(node):
                 continue
             line = _line(node)
-            if cost + len(line) > budget:
+            if cost + len(line) > room:
                 continue  # a shorter one further down may still fit
             lines.append(line)
             cost += len(line)
@@ -93,9 +102,11 @@ def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS) -> str:
             out.extend(lines)
             budget -= cost
 
+    has_recent = next((True for node in itertools.islice(_recent(graph), CANDIDATES) if _in_recall(node)), False)
+    reserve = int(max_chars * RECENT_RESERVE) if has_recent else 0
     pinned = heapq.nsmallest(CANDIDATES, (graph.nodes[i] for i in graph.pinned), key=lambda node: (node.created_at, node.id))
-    section("Identity", pinned)
+    section("Identity", pinned, min(max_chars * IDENTITY_SHARE, budget - reserve))
     for title, kinds in SECTIONS:
-        section(title, _hottest(graph.nodes[i] for kind in kinds for i in graph.kinds.get(kind, ())))
-    section("Recent", _recent(graph))
+        section(title, _hottest(graph.nodes[i] for kind in kinds for i in graph.kinds.get(kind, ())), budget - reserve)
+    section("Recent", _recent(graph), budget)
     return "".join(out)
