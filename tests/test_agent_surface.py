@@ -202,3 +202,19 @@ def test_prime_shows_recent_work_and_the_match_not_only_pins(tmp_path):
         assert len(identity) <= 0.4 * 2200 and len(text) <= 2200
 
     with_server(tmp_path / "soul.json", scenario)
+
+
+def test_the_advertised_resource_and_prompt_exist_and_answer(tmp_path):
+    async def scenario(session):
+        await session.call("soul_add", content="Release freeze starts on Friday.", kind="goal_or_commitment")
+        resources = (await session.client.list_resources()).resources
+        assert [str(r.uri) for r in resources] == ["soul://snapshot"]
+        read = await session.client.read_resource("soul://snapshot")
+        assert read.contents[0].text == "Commitments:\n- Release freeze starts on Friday.\n"
+        prompts = (await session.client.list_prompts()).prompts
+        assert [p.name for p in prompts] == ["soul_session_start"]
+        got = await session.client.get_prompt("soul_session_start", {"task": "plan the release"})
+        text = got.messages[0].content.text
+        assert "Release freeze starts on Friday." in text and "The task: plan the release" in text
+
+    with_server(tmp_path / "soul.json", scenario)

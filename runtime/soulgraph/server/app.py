@@ -344,6 +344,21 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         summary["soul_file"] = str(soul.path)
         return summary
 
+    # The capabilities the server advertises are real: one resource and one prompt.
+    @server.resource("soul://snapshot", name="snapshot", mime_type="text/plain",
+                     description="What to keep in mind now (identity, commitments, preferences, projects, recent "
+                                 "work) as compact text within 2,200 characters: soul_prime's snapshot.")
+    def snapshot_resource() -> str:
+        return snapshot.render(tools.read(), snapshot.DEFAULT_MAX_CHARS)
+
+    @server.prompt(name="soul_session_start",
+                   description="Start a session with the soul graph: the snapshot, and what to call when.")
+    def session_start(task: str = "") -> str:
+        text = snapshot.render(tools.read(), snapshot.DEFAULT_MAX_CHARS) or "(the soul graph is empty)"
+        ask = f"\nThe task: {task}\nCall soul_prime with it as context, then soul_related before building on earlier work." \
+            if task else "\nCall soul_prime with the task as context once you know it."
+        return f"Your long-term memory (soul graph) holds:\n\n{text}{ask}"
+
     if "memory" in toolsets:
         memory_tools.register(server, tools)
     if "markdown" in toolsets:
