@@ -218,3 +218,36 @@ def test_the_advertised_resource_and_prompt_exist_and_answer(tmp_path):
         assert "Release freeze starts on Friday." in text and "The task: plan the release" in text
 
     with_server(tmp_path / "soul.json", scenario)
+
+
+def test_through_hermes_each_result_reaches_the_model_once_and_refusals_in_one_line(hermes_exe, tmp_path):
+    """A real `hermes chat` session against the model stub, the entry as our installer writes
+    it: what Hermes sends the model back is the structured result once ({"result": …} inside
+    Hermes' own untrusted-data envelope), and a refused argument is one readable line."""
+    from soulgraph.hermes.install import install
+    from tests import hermes_chat
+    from tests.openai_stub import OpenAIStub, call, text_reply, tool_reply
+
+    calls = [call("mcp__soul__soul_add", {"content": "Deploys happen on Tuesdays.", "tags": ["ops"]}, id="call_add"),
+             call("mcp__soul__soul_add", {"content": "x", "parent": ["n1"]}, id="call_typo"),
+             call("mcp__soul__soul_hot", {"limit": 500}, id="call_strict")]
+    with OpenAIStub([tool_reply(*calls), text_reply("Done.")]) as stub:
+        home = hermes_chat.make_stub_home(tmp_path / "home", stub.base_url)
+        assert install(home, python=sys.executable)["status"] == "changed"
+        run = hermes_chat.chat_once(home, "Remember when we deploy.", timeout=180)
+        assert not run.timed_out, run
+        sent = [m for seen in stub.chat_requests for m in seen.body.get("messages", []) if m.get("role") == "tool"]
+    results = {m["tool_call_id"]: m["content"] for m in sent}
+    assert set(results) == {"call_add", "call_typo", "call_strict"}, results
+
+    def inner(content: str) -> dict:
+        assert content.startswith("<untrusted_tool_result") and content.count("{") >= 1
+        return json.loads(content[content.index("{"):content.rindex("}") + 1])
+
+    added = inner(results["call_add"])
+    assert set(added) == {"result"} and added["result"]["content"] == "Deploys happen on Tuesdays."
+    assert results["call_add"].count("Deploys happen on Tuesdays.") == 1  # once, not two or three times
+    typo = json.dumps(inner(results["call_typo"]))
+    assert "soul_add: unknown argument 'parent'; soul_add takes content, tags, parents" in typo
+    # (Hermes itself turns "5" into 5 for an integer argument, so a range is what reaches us)
+    assert "soul_hot: limit: must be at most 100, got 500" in json.dumps(inner(results["call_strict"]))
