@@ -435,13 +435,18 @@ class SoulGraph:
             reverse=True,
         )
         result = [node for node in pinned if node.status == ACTIVE][:n]
+        return result + self._hottest_unpinned(n - len(result))
+
+    def _hottest_unpinned(self, n: int) -> list[Node]:
+        """The top `n` of the splay tree that are neither pinned nor out of recall."""
+        found: list[Node] = []
         for _key, node_id in self.order.descending():
-            if len(result) >= n:
+            if len(found) >= n:
                 break
             node = self.nodes[node_id]
             if not node.pinned and node.status == ACTIVE:
-                result.append(node)
-        return result
+                found.append(node)
+        return found
 
     def by_tag(self, tag: str, *, include_archived: bool = False) -> list[Node]:
         """Every node with a tag, hottest first (in default recall only, unless asked)."""
@@ -714,13 +719,7 @@ class SoulGraph:
     def _primed_hot(self, n: int, pin_share: float) -> list[Node]:
         pins = sorted((self.nodes[i] for i in self.pinned if self.nodes[i].status == ACTIVE),
                       key=lambda node: (node.created_at, node.id))
-        recent: list[Node] = []
-        for _key, node_id in self.order.descending():
-            if len(recent) >= n:
-                break
-            node = self.nodes[node_id]
-            if not node.pinned and node.status == ACTIVE:
-                recent.append(node)
+        recent = self._hottest_unpinned(n)
         take = min(len(pins), max(1, int(n * pin_share)), n)
         take = max(take, n - len(recent))  # pins fill what recent work cannot
         return pins[:take] + recent[: n - min(take, len(pins))]
