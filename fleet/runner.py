@@ -3,6 +3,8 @@
 A host that fails or cannot be reached never stops the others. Ctrl-C: no new host is started
 and running hosts stop between tasks; a task in progress finishes, so a host whose `current`
 switch has begun ends on the new runtime and one whose switch has not begun stays on the old.
+A second Ctrl-C exits at once (130), naming the hosts it abandoned and the last task each
+finished (a host that stopped answering is bounded anyway: fleet/connections/ssh.py).
 
 Exit codes: 0 every host ok or changed; 2 a host failed; 4 a host was unreachable (a refused host
 key counts as unreachable); 6 both (the bits add up, so a script can test either);
@@ -11,6 +13,7 @@ key counts as unreachable); 6 both (the bits add up, so a script can test either
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -33,6 +36,7 @@ class Progress:
         self.out = out or sys.stdout
         self.show_diff, self.verbose = show_diff, verbose
         self._lock = threading.Lock()
+        self.last: dict[str, str] = {}  # host -> the last task it finished, for an abandoning Ctrl-C
 
     def line(self, text: str) -> None:
         with self._lock:
@@ -40,6 +44,7 @@ class Progress:
 
     def task(self, host: str, report: TaskReport) -> None:
         o = report.outcome
+        self.last[host] = f"{report.role} | {report.task}: {o.status}"
         if not self.verbose and o.status in (OK, SKIPPED):
             return
         status = "failed (ignored)" if report.ignored else o.status
@@ -80,18 +85,40 @@ def run_hosts(hosts: list[Host], work: Work, *, forks: int = 10,
                           "task and stop.")
         for future in pending:
             future.cancel()
-        for future in pending:
-            if not future.cancelled():
-                try:
-                    future.result()
-                except BaseException:
-                    pass
-                _collect(future, futures[future], results, progress)
+        try:
+            for future in pending:
+                if not future.cancelled():
+                    try:
+                        while not future.done():  # a timeout, so a second Ctrl-C gets through
+                            wait([future], timeout=0.2)
+                        future.result()
+                    except KeyboardInterrupt:
+                        raise
+                    except BaseException:
+                        pass
+                    _collect(future, futures[future], results, progress)
+        except KeyboardInterrupt:
+            _abandon([futures[f] for f in pending if not f.done() and not f.cancelled()], progress)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
     ordered = [results.get(h.name) or HostResult(h.name, INTERRUPTED, message="not started")
                for h in hosts]
     return ordered, interrupted
+
+
+def _abandon(hosts: list[Host], progress: Progress | None) -> None:
+    """The second Ctrl-C: say which hosts are left mid-task, and where, then exit now."""
+    last = progress.last if progress else {}
+    lines = ["Second Ctrl-C: exiting now; abandoned mid-task:"] + \
+        [f"  {h.name}: after {last.get(h.name, 'no task finished yet')} (check it with fleet status)" for h in hosts]
+    text = "\n".join(lines if hosts else ["Second Ctrl-C: exiting now."]) + "\n"
+    (progress.out if progress else sys.stdout).write(text)
+    for stream in (sys.stdout, sys.stderr, progress.out if progress else sys.stdout):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(EXIT_INTERRUPTED)  # worker threads blocked on a host must not keep the process
 
 
 def _collect(future: Future, host: Host, results: dict[str, HostResult],

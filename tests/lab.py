@@ -191,6 +191,7 @@ class Lab:
         self._lock_fd: int | None = None
         self._sshd: dict[str, subprocess.Popen] = {}
         self._stopped: set[str] = set()
+        self._frozen: dict[str, list[int]] = {}
         self._faked: set[str] = set()
         self._impostors: dict[str, str] = {}  # name -> key that tamper_known_hosts wrote
 
@@ -402,6 +403,32 @@ class Lab:
         self._stopped.discard(h.name)
         return h
 
+    def freeze(self, which) -> LabHost:
+        """The host stops answering without closing anything, as when its link goes down: its
+        sshd, every session under it and every process of its user get SIGSTOP. The kernel
+        still holds the TCP connections open; nothing answers on them. `thaw` (or `heal`)
+        undoes it."""
+        h = self.host(which)
+        proc = self._sshd.get(h.name)
+        pids = _descendants(proc.pid) if proc is not None else []
+        pids += [pid for pid in _pids_of_uid(pwd.getpwnam(h.user).pw_uid) if pid not in pids]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        self._frozen[h.name] = pids
+        return h
+
+    def thaw(self, which) -> LabHost:
+        h = self.host(which)
+        for pid in self._frozen.pop(h.name, []):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        return h
+
     def tamper_known_hosts(self, which) -> str:
         """Replace the host's key in known_hosts with another valid key; returns that key."""
         h = self.host(which)
@@ -461,6 +488,8 @@ class Lab:
 
         Cheap when nothing is broken, so a shared lab can be healed after every test.
         """
+        for name in list(self._frozen):
+            self.thaw(name)
         for name in list(self._stopped):
             self.start(name)
         for name, proc in list(self._sshd.items()):
@@ -531,6 +560,23 @@ def _exe(pid: int) -> str:
         return os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return ""
+
+
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every process below it."""
+    children: dict[int, list[int]] = {}
+    for other in _proc_pids():
+        try:
+            ppid = int(Path(f"/proc/{other}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(other)
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo += children.get(current, [])
+    return found
 
 
 def _pids_of_uid(uid: int) -> list[int]:

@@ -28,6 +28,14 @@ from .base import (AuthenticationFailed, CommandTimeout, Connection, HostKeyReje
                    HostUnreachable, Result, decode)
 
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
+# A host that stops answering: after SILENCE_PROBE seconds with nothing from a running
+# command, a request that needs a reply is sent over the connection (OpenSSH answers even
+# one it does not know); no reply within PROBE_TIMEOUT and the host is unreachable. A busy
+# host (pip for a minute, quiet) answers the probe and the command goes on. So a dropped
+# host is reported within SILENCE_PROBE + PROBE_TIMEOUT (+1 s) = 26 s of silence; docs/fleet.md.
+SILENCE_PROBE = 10.0
+PROBE_TIMEOUT = 15.0
+KEEPALIVE = 5  # seconds: SSH keepalives, so NAT and firewalls keep an idle connection
 _known_hosts_write = threading.Lock()  # accept_new appends from parallel workers
 
 
@@ -152,6 +160,7 @@ class SSHConnection(Connection):
         # Commands are many small request/answer exchanges: without TCP_NODELAY each one can
         # stall ~40 ms on Nagle's algorithm meeting delayed ACKs.
         client.get_transport().sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        client.get_transport().set_keepalive(KEEPALIVE)
         self._client = client
         return client
 
@@ -180,7 +189,9 @@ class SSHConnection(Connection):
                 feeder.start()
             else:
                 chan.shutdown_write()
+            heard = time.monotonic()
             while True:
+                got = len(out) + len(err)
                 while chan.recv_ready():
                     out += chan.recv(65536)
                 while chan.recv_stderr_ready():
@@ -189,6 +200,12 @@ class SSHConnection(Connection):
                     break
                 if chan.closed:
                     break
+                now = time.monotonic()
+                if len(out) + len(err) > got:
+                    heard = now
+                elif now - heard >= SILENCE_PROBE:
+                    self._probe(command)  # raises HostUnreachable when the host is gone
+                    heard = time.monotonic()
                 wait = 1.0
                 if deadline is not None:
                     wait = deadline - time.monotonic()
@@ -218,6 +235,29 @@ class SSHConnection(Connection):
             raise HostUnreachable(self.host, self.address, self.port,
                                   f"connection lost while running: {command}")
         return self._finish(Result(rc, decode(bytes(out)), decode(bytes(err)), command), check)
+
+    def _probe(self, command: str) -> None:
+        """Is the host still there? A global request that wants a reply, waited for in a
+        helper thread at most PROBE_TIMEOUT seconds (paramiko's own wait has no deadline)."""
+        transport = self._client.get_transport() if self._client else None
+        if transport is None or not transport.is_active():
+            raise HostUnreachable(self.host, self.address, self.port, f"connection lost while running: {command}")
+        answered = threading.Event()
+
+        def ask() -> None:
+            try:
+                transport.global_request("keepalive@openssh.com", wait=True)
+            except Exception:  # the transport died: no answer
+                return
+            answered.set()
+
+        threading.Thread(target=ask, daemon=True).start()
+        if not answered.wait(PROBE_TIMEOUT) or not transport.is_active():
+            with self._lock:
+                self._drop()  # unblocks whatever still waits on this connection
+            raise HostUnreachable(self.host, self.address, self.port,
+                                  f"stopped answering: nothing for {SILENCE_PROBE + PROBE_TIMEOUT:g} s "
+                                  f"while running: {command[:200]}")
 
     def _transport_active(self) -> bool:
         transport = self._client.get_transport() if self._client else None

@@ -1,0 +1,107 @@
+"""fleet-update when a host stops answering mid-task (issue 14, item 1), on the SSH lab.
+
+The drop is real: the host's sshd, its established session processes and every process of its
+user get SIGSTOP (tests/lab.py `freeze`), so the TCP connection stays open and nothing answers
+on it, as when a link goes down. The run must report that host unreachable within the bound
+docs/fleet.md states while the others finish, and a second Ctrl-C must exit at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fleet.build import resolve_sha
+from fleet.connections.ssh import PROBE_TIMEOUT, SILENCE_PROBE
+from tests.fleet_helpers import clone_repo, commit_file, reset_to_bare_hermes, run_update
+
+pytestmark = pytest.mark.lab
+RESTART = 'echo restart >> "$HOME/gateway-restarts"'
+BOUND = SILENCE_PROBE + PROBE_TIMEOUT + 1  # the documented bound on a silent host
+
+
+@pytest.fixture(scope="module")
+def faults_lab(_ssh_lab_session, tmp_path_factory):
+    lab = _ssh_lab_session
+    reset_to_bare_hermes(lab)
+    root = tmp_path_factory.mktemp("faults")
+    inventory = lab.write_inventory(root / "inventory.yml", common_vars={"gateway_restart_command": RESTART})
+    repo = clone_repo(root / "repo")
+    targets = ",".join(h.name for h in lab.hosts[:3])
+    code, out = run_update("--yes", "-i", str(inventory), targets, resolve_sha("HEAD", repo), repo=repo)
+    assert code == 0, out
+    yield lab, inventory, repo, targets
+    lab.heal()
+
+
+def freeze_when(lab, host, path: Path, timeout: float = 120) -> dict:
+    """Freeze `host` as soon as `path` appears on it (its task is then under way)."""
+    happened: dict = {}
+
+    def watch():
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not path.exists():
+            time.sleep(0.05)
+        lab.freeze(host)
+        happened["at"] = time.monotonic()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return happened
+
+
+def test_a_host_that_stops_answering_mid_task_is_unreachable_within_the_bound(faults_lab):
+    lab, inventory, repo, targets = faults_lab
+    sha = commit_file(repo, "runtime/soulgraph/_fault_marker.py", "MARK = 1\n", "a new sha")
+    victim = lab.hosts[1]
+    happened = freeze_when(lab, victim, victim.home / ".soulfleet" / "releases" / sha / "wheels")
+    try:
+        code, out = run_update("--yes", "-i", str(inventory), targets, sha, repo=repo)
+        ended = time.monotonic()
+    finally:
+        lab.thaw(victim)
+    assert "at" in happened, "the host never began its venv task"
+    assert code == 4, out
+    assert ended - happened["at"] <= BOUND + 15, (ended - happened["at"], out)  # + the others' last tasks
+    assert f"{victim.name}: UNREACHABLE" in out and "stopped answering" in out, out
+    for h in lab.hosts[:3]:
+        if h is not victim:
+            assert (h.home / ".soulfleet" / "current").readlink().name == sha, out
+    # The host left mid-install is not switched: current still names the old release.
+    assert (victim.home / ".soulfleet" / "current").readlink().name != sha
+
+
+def test_a_second_ctrl_c_exits_at_once_naming_the_abandoned_host(faults_lab, tmp_path):
+    lab, inventory, repo, targets = faults_lab
+    sha = commit_file(repo, "runtime/soulgraph/_fault_marker.py", "MARK = 2\n", "another sha")
+    victim = lab.hosts[2]
+    happened = freeze_when(lab, victim, victim.home / ".soulfleet" / "releases" / sha / "wheels")
+    proc = subprocess.Popen([sys.executable, "-c", "from fleet.cli import fleet_update; fleet_update()",
+                             "--repo", str(repo), "--yes", "-i", str(inventory), targets, sha],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=Path(__file__).parents[1])
+    try:
+        deadline = time.monotonic() + 180
+        while "at" not in happened and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "at" in happened, "the host never began its venv task"
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1)
+        second = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        took = time.monotonic() - second
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        lab.thaw(victim)
+    text = out.decode()
+    assert proc.returncode == 130, text
+    assert took < 5, (took, text)
+    assert "Second Ctrl-C: exiting now; abandoned mid-task:" in text and f"  {victim.name}: after " in text, text
