@@ -160,10 +160,14 @@ class Play:
                     self.stopped = True
                     return self.reports
         handlers = {h.name: (role, h) for role in self.roles for h in role.handlers}
+        failed = next((r for r in self.reports if r.outcome.failed), None)
         for name in self.notified:
             if name not in handlers:
                 raise RoleError(f"a task notified {name!r}, but no role defines that handler")
             role, handler = handlers[name]
+            if failed is not None:  # never restart what serves a host that failed (even an ignored failure)
+                self._report(role, handler, Outcome(SKIPPED, f"the host failed ({failed.role} | {failed.task})"))
+                continue
             self.run_task(role, handler)
         return self.reports
 
@@ -184,8 +188,10 @@ class Play:
             self.ctx.vars[task.register] = {"status": outcome.status,
                                            "changed": outcome.status == CHANGED,
                                            "data": outcome.data}
-        report = TaskReport(role.name, task.name, outcome,
-                            ignored=outcome.failed and task.ignore_errors)
+        return self._report(role, task, outcome)
+
+    def _report(self, role: Role, task: Task, outcome: Outcome) -> TaskReport:
+        report = TaskReport(role.name, task.name, outcome, ignored=outcome.failed and task.ignore_errors)
         self.reports.append(report)
         self.on_report(report)
         return report

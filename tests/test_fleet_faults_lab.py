@@ -105,3 +105,28 @@ def test_a_second_ctrl_c_exits_at_once_naming_the_abandoned_host(faults_lab, tmp
     assert proc.returncode == 130, text
     assert took < 5, (took, text)
     assert "Second Ctrl-C: exiting now; abandoned mid-task:" in text and f"  {victim.name}: after " in text, text
+
+
+def test_an_invalid_config_fails_the_host_before_the_switch_and_no_gateway_restarts(faults_lab):
+    """Issue 14, item 2: a config.yaml the installer cannot edit used to get the switch and the
+    restart anyway, leaving current on the new release and the entry on the old one."""
+    lab, inventory, repo, targets = faults_lab
+    sha = commit_file(repo, "runtime/soulgraph/_fault_marker.py", "MARK = 3\n", "a third sha")
+    broken = lab.hosts[0]
+    config = broken.home / ".hermes" / "config.yaml"
+    good = config.read_text()
+    config.write_text(good + "mcp_servers: [this is: not valid\n")
+    restarts = broken.home / "gateway-restarts"
+    restarts_before = restarts.read_text() if restarts.exists() else ""
+    before = (broken.home / ".soulfleet" / "current").readlink().name
+    try:
+        code, out = run_update("--hermes", "--yes", "-i", str(inventory), targets, sha, repo=repo)
+        assert code == 2, out
+        assert f"{broken.name}: import_check | Hermes config can take the new entry: failed" in out, out
+        assert (broken.home / ".soulfleet" / "current").readlink().name == before  # not switched
+        assert (restarts.read_text() if restarts.exists() else "") == restarts_before  # not restarted
+        assert config.read_text().endswith("mcp_servers: [this is: not valid\n")  # left as it was
+        for h in lab.hosts[1:3]:
+            assert (h.home / ".soulfleet" / "current").readlink().name == sha, out
+    finally:
+        config.write_text(good)

@@ -194,6 +194,19 @@ def test_handlers_run_once_and_only_when_notified(tmp_path):
     assert log.read_text() == "handled\n"
 
 
+def test_a_host_with_a_failure_gets_no_handlers_even_when_the_failure_was_ignored(tmp_path):
+    """Issue 14: never restart the gateway of a host that failed."""
+    log = tmp_path / "log"
+    role = _role(tmp_path, [
+        {"name": "switch", "command": {"cmd": "true"}, "notify": "restart"},
+        {"name": "hermes", "command": {"cmd": "exit 3"}, "ignore_errors": True},
+    ], [{"name": "restart", "command": {"cmd": f"echo restarted >> {log}"}}])
+    reports = Play([role], Context(LocalConnection())).run()
+    assert not log.exists()
+    assert (reports[-1].task, reports[-1].outcome.status) == ("restart", SKIPPED)
+    assert reports[-1].outcome.message == "the host failed (r | hermes)"
+
+
 def test_failure_stops_the_host_unless_ignored(tmp_path):
     role = _role(tmp_path, [
         {"name": "soft", "command": {"cmd": "exit 3"}, "ignore_errors": True},

@@ -4,7 +4,9 @@ The answer is the last JSON object on stdout. `status` is mapped (changed → ch
 unchanged → ok, skipped → skipped, error → failed); an answer with only `ok` is ok or failed.
 In check mode the call runs with `check_args` added when the module has a dry run (e.g.
 `--check`), otherwise it is not run. `in_temp_dir` runs it in a fresh temporary folder on the
-host, removed afterwards (for checks that must not touch real files).
+host, removed afterwards (for checks that must not touch real files). `verdict_only`: the
+module is itself a dry run (an installer's --check): "would change" is not a change here, so
+only an error counts (failed), anything else is ok.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def outcome_from_answer(answer: dict[str, Any] | None, rc: int, stderr: str) -> 
 @operation("module")
 def module(ctx: Context, python: str, module: str, args: list[str] | None = None,
            check_args: list[str] | None = None, in_temp_dir: bool = False,
-           timeout: float | None = None) -> Outcome:
+           timeout: float | None = None, verdict_only: bool = False) -> Outcome:
     argv = list(args or [])
     if ctx.check:
         if check_args is None:
@@ -59,4 +61,7 @@ def module(ctx: Context, python: str, module: str, args: list[str] | None = None
     if in_temp_dir:
         call = f'd=$(mktemp -d) && cd "$d" && {{ {call}; }}; rc=$?; cd / && rm -rf "$d"; exit $rc'
     result = ctx.run(call, timeout=timeout or ctx.timeout)
-    return outcome_from_answer(last_json_object(result.stdout), result.rc, result.stderr)
+    outcome = outcome_from_answer(last_json_object(result.stdout), result.rc, result.stderr)
+    if verdict_only and outcome.status != FAILED:
+        outcome.status, outcome.diff = OK, ""
+    return outcome
