@@ -65,14 +65,16 @@ def fetch_soul(value: str | None, hosts, *, known_hosts: str | None, key: str | 
         _fail(f"--soul: {exc}")
 
 
-def _run_update(hosts, ref, *, roles, hermes, yes, check, diff, forks, repo, title, soul=None) -> int:
+def _run_update(hosts, ref, *, roles, hermes, yes, check, diff, forks, repo, title, soul=None,
+                restart_gateway=False) -> int:
     try:
         sha = resolve_sha(ref, Path(repo))
     except BuildError as exc:
         _fail(str(exc))
     if soul is not None:
         roles = with_soul(roles)
-    restart = "the Hermes gateway, where the runtime or its entry changed" if hermes \
+    restart = "the Hermes gateway on every host (--restart-gateway)" if restart_gateway else \
+        "the Hermes gateway, where the runtime or its entry changed or it runs another runtime" if hermes \
         else "nothing (the gateway picks up the new entry at its next restart; use --hermes)"
     click.echo(f"{title} {sha[:12]} ({ref}) on {len(hosts)} host(s): "
                f"{', '.join(h.name for h in hosts)}")
@@ -95,7 +97,8 @@ def _run_update(hosts, ref, *, roles, hermes, yes, check, diff, forks, repo, tit
     progress = Progress(show_diff=diff)
     work = lambda host, should_stop: update_host(
         host, sha=sha, builder=builder, roles=loaded, check=check, show_diff=diff,
-        restart_gateway=hermes, on_report=progress.task, should_stop=should_stop, soul=soul)
+        restart_gateway=hermes, on_report=progress.task, should_stop=should_stop, soul=soul,
+        force_gateway_restart=restart_gateway)
     results, interrupted = run_hosts(hosts, work, forks=forks, progress=progress)
     click.echo("\n" + recap(results, soul=soul is not None))
     return exit_code(results, interrupted)
@@ -112,7 +115,9 @@ def _update_with_soul(hosts, ref, soul, soul_known_hosts, soul_key, accept_new, 
 
 
 def update_options(fn):
-    @click.option("--hermes", is_flag=True, help="Restart the Hermes gateway where something changed.")
+    @click.option("--hermes", is_flag=True, help="Restart the Hermes gateway where something changed "
+                  "(or where it was last restarted onto another runtime).")
+    @click.option("--restart-gateway", is_flag=True, help="Restart the Hermes gateway on every host, changed or not.")
     @click.option("--yes", "-y", is_flag=True, help="Do not ask before changing hosts.")
     @click.option("--check", is_flag=True, help="Change nothing; report what would change.")
     @click.option("--diff", is_flag=True, help="Show unified diffs of file changes.")
@@ -140,8 +145,8 @@ def update_options(fn):
 @update_options
 @click.argument("target")
 @click.argument("sha", default="HEAD")
-def fleet_update(hermes, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys, soul,
-                 soul_known_hosts, soul_key, repo, target, sha):
+def fleet_update(hermes, restart_gateway, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys,
+                 soul, soul_known_hosts, soul_key, repo, target, sha):
     """Deploy the soul graph runtime at SHA (default HEAD) to TARGET and install it into Hermes.
 
     TARGET: all, a group, a host, a comma list, or `local` (this machine, no SSH).
@@ -150,7 +155,7 @@ def fleet_update(hermes, yes, check, diff, limit, forks, inventory_path, accept_
     hosts = _select(inventory_path, target, limit, accept_new_host_keys)
     sys.exit(_update_with_soul(hosts, sha, soul, soul_known_hosts, soul_key, accept_new_host_keys,
                                roles=UPDATE_ROLES, hermes=hermes, yes=yes, check=check, diff=diff,
-                               forks=forks, repo=repo, title="Update to"))
+                               forks=forks, repo=repo, title="Update to", restart_gateway=restart_gateway))
 
 
 @click.group()
@@ -165,13 +170,13 @@ fleet.add_command(fleet_update, name="update")
 @update_options
 @click.argument("hosts", nargs=-1, required=True)
 @click.option("--sha", "ref", default="HEAD", show_default=True, help="The commit to deploy.")
-def bootstrap(hermes, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys, soul,
-              soul_known_hosts, soul_key, repo, hosts, ref):
+def bootstrap(hermes, restart_gateway, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys,
+              soul, soul_known_hosts, soul_key, repo, hosts, ref):
     """Set up new HOSTS (folders, the gateway's systemd unit or launchd plist), then update them."""
     chosen = _select(inventory_path, ",".join(hosts), limit, accept_new_host_keys)
     sys.exit(_update_with_soul(chosen, ref, soul, soul_known_hosts, soul_key, accept_new_host_keys,
                                roles=BOOTSTRAP_ROLES, hermes=hermes, yes=yes, check=check, diff=diff,
-                               forks=forks, repo=repo, title="Bootstrap at"))
+                               forks=forks, repo=repo, title="Bootstrap at", restart_gateway=restart_gateway))
 
 
 @fleet.command()

@@ -62,7 +62,8 @@ class LazyWheelhouse(os.PathLike):
 
 
 def host_variables(host: Host, facts: dict[str, Any], sha: str, *, restart_gateway: bool,
-                   builder: RuntimeBuilder | None, soul: SoulTree | None = None) -> dict[str, Any]:
+                   builder: RuntimeBuilder | None, soul: SoulTree | None = None,
+                   force_gateway_restart: bool = False) -> dict[str, Any]:
     home = facts["home"]
     hvars = dict(host.vars)
     runtime_dir = expand_home(str(hvars["runtime_dir"]), home)
@@ -76,7 +77,9 @@ def host_variables(host: Host, facts: dict[str, Any], sha: str, *, restart_gatew
         hermes_home=expand_home(str(hvars["hermes_home"]), home),
         hermes_config_exists=facts["config_exists"],
         deployed_sha=facts["deployed_sha"],
-        restart_gateway=restart_gateway,
+        gateway_runtime=facts.get("gateway_runtime"),
+        restart_gateway=restart_gateway or force_gateway_restart,
+        force_gateway_restart=force_gateway_restart,
         wheelhouse=LazyWheelhouse(builder, facts) if builder else "",
         soul_commit=soul.commit if soul else None,
         soul_origin=soul.spec.origin if soul else None,
@@ -92,7 +95,8 @@ def load_roles(names: list[str]) -> list[Role]:
 def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Role],
                 check: bool = False, show_diff: bool = False, restart_gateway: bool = False,
                 on_report: Callable[[str, TaskReport], None] | None = None,
-                should_stop: Callable[[], bool] = lambda: False, soul: SoulTree | None = None) -> HostResult:
+                should_stop: Callable[[], bool] = lambda: False, soul: SoulTree | None = None,
+                force_gateway_restart: bool = False) -> HostResult:
     started = time.monotonic()
     result = HostResult(host.name, OK)
     conn = host.connection()
@@ -105,7 +109,8 @@ def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Ro
             return result
         ctx = Context(conn, check=check, show_diff=show_diff, facts=facts,
                       vars=host_variables(host, facts, sha, restart_gateway=restart_gateway,
-                                          builder=builder, soul=soul))
+                                          builder=builder, soul=soul,
+                                          force_gateway_restart=force_gateway_restart))
         play = Play(roles, ctx, on_report=(lambda r: on_report(host.name, r)) if on_report else None,
                     should_stop=should_stop)
         play.run()

@@ -113,8 +113,20 @@ class DeployedSha(Fact):
         return target.rsplit("/", 1)[-1] if target else None
 
 
+class GatewayRuntime(Fact):
+    """The sha the gateway was last restarted onto by a run (roles/gateway), or None."""
+    name = "gateway_runtime"
+
+    def command(self, hvars):
+        return f"cat {sh_path(hvars['runtime_dir'])}/gateway-runtime 2>/dev/null || true"
+
+    def parse(self, out):
+        value = out.strip()
+        return value or None
+
+
 ALL_FACTS: list[Fact] = [Home(), Uname(), SwVers(), Uid(), PythonVersion(), HermesHome(),
-                         DeployedSha()]
+                         DeployedSha(), GatewayRuntime()]
 
 
 def gather(conn: Connection, hvars: dict[str, Any], facts: list[Fact] = ALL_FACTS) -> dict:

@@ -130,3 +130,33 @@ def test_an_invalid_config_fails_the_host_before_the_switch_and_no_gateway_resta
             assert (h.home / ".soulfleet" / "current").readlink().name == sha, out
     finally:
         config.write_text(good)
+
+
+def restart_count(host) -> int:
+    log = host.home / "gateway-restarts"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_a_missed_gateway_restart_is_made_up_by_the_next_hermes_run(faults_lab):
+    """Issue 14, item 3: a run without --hermes switched the runtime; the next --hermes run,
+    with nothing else to change, still restarts the gateway onto it, once."""
+    lab, inventory, repo, targets = faults_lab
+    hosts = lab.hosts[:3]
+    sha = commit_file(repo, "runtime/soulgraph/_fault_marker.py", "MARK = 4\n", "a fourth sha")
+    before = {h.name: restart_count(h) for h in hosts}
+    code, out = run_update("--yes", "-i", str(inventory), targets, sha, repo=repo)
+    assert code == 0 and {h.name: restart_count(h) for h in hosts} == before, out
+
+    code, out = run_update("--hermes", "--yes", "-i", str(inventory), targets, sha, repo=repo)
+    assert code == 0, out
+    assert out.count("gateway | gateway runs this runtime: changed") == 3, out
+    assert {h.name: restart_count(h) for h in hosts} == {n: c + 1 for n, c in before.items()}
+    assert all((h.home / ".soulfleet" / "gateway-runtime").read_text() == sha + "\n" for h in hosts)
+
+    code, out = run_update("--hermes", "--yes", "-i", str(inventory), targets, sha, repo=repo)
+    assert code == 0 and "restart gateway: ok" not in out and "restarted:" not in out, out
+    assert {h.name: restart_count(h) for h in hosts} == {n: c + 1 for n, c in before.items()}
+
+    code, out = run_update("--restart-gateway", "--yes", "-i", str(inventory), targets, sha, repo=repo)
+    assert code == 0, out
+    assert {h.name: restart_count(h) for h in hosts} == {n: c + 2 for n, c in before.items()}

@@ -4,14 +4,17 @@ macOS: `launchctl kickstart -k gui/<uid>/<label>` restarts an agent in the user'
 Over SSH with nobody logged in at the screen there is no gui/ domain, so `user/<uid>/<label>` is
 tried next. Linux: `systemctl --user` needs the user's bus, found through XDG_RUNTIME_DIR, which a
 non-interactive SSH session may not set. A host var can replace the whole restart command (hosts
-with s6, a container, or no gateway at all).
+with s6, a container, or no gateway at all). `record` and `runtime`: after a restart that
+worked, `runtime` (the sha) is written to the file `record`, so a later run knows which runtime
+the service was last started on.
 """
 
 from __future__ import annotations
 
 import shlex
 
-from fleet.operations.base import CHANGED, Context, Outcome, failed_result, operation
+from fleet.facts import sh_path
+from fleet.operations.base import CHANGED, Context, Outcome, failed_result, operation, q
 
 
 def restart_argvs(platform: str, uid: int | str, unit: str, label: str) -> list[list[str]]:
@@ -40,7 +43,8 @@ def restart_command(platform: str, uid: int | str, unit: str, label: str,
 
 @operation("service")
 def service(ctx: Context, unit: str, label: str, state: str = "restarted",
-            restart_command_override: str | None = None) -> Outcome:
+            restart_command_override: str | None = None, record: str | None = None,
+            runtime: str | None = None) -> Outcome:
     if state != "restarted":
         raise ValueError("service supports state: restarted")
     platform, uid = ctx.facts.get("platform", "linux"), ctx.facts.get("uid")
@@ -50,4 +54,8 @@ def service(ctx: Context, unit: str, label: str, state: str = "restarted",
     result = ctx.run(cmd, timeout=120)
     if not result.ok:
         return failed_result(result, f"restart ({cmd})")
+    if record and runtime:
+        noted = ctx.run(f"printf '%s\\n' {q(runtime)} > {sh_path(record)}.tmp && mv {sh_path(record)}.tmp {sh_path(record)}")
+        if not noted.ok:
+            return failed_result(noted, f"noting the restart in {record}")
     return Outcome(CHANGED, f"restarted: {cmd}")
