@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from fleet import host_lock
 from fleet.build import RuntimeBuilder
 from fleet.connections import CommandTimeout, HostConnectionError
 from fleet.facts import expand_home, gather
@@ -100,11 +101,20 @@ def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Ro
     started = time.monotonic()
     result = HostResult(host.name, OK)
     conn = host.connection()
+    lock = None
     try:
         facts = gather(conn, host.vars)
         result.facts, result.sha = facts, facts["deployed_sha"]
         if facts["python_version"] is None:
             result.status, result.message = FAILED, f"no Python at {host.vars['python']}"
+            result.counts[FAILED] += 1
+            return result
+        try:
+            lock = host_lock.take(conn, expand_home(str(host.vars["python"]), facts["home"]),
+                                  expand_home(str(host.vars["runtime_dir"]), facts["home"]),
+                                  host_lock.owner_text("check" if check else "update", sha))
+        except host_lock.HostLocked as exc:
+            result.status, result.message = FAILED, str(exc)
             result.counts[FAILED] += 1
             return result
         ctx = Context(conn, check=check, show_diff=show_diff, facts=facts,
@@ -137,6 +147,11 @@ def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Ro
         result.status, result.message = FAILED, str(exc)
         result.counts[FAILED] += 1
     finally:
+        if lock is not None:
+            try:
+                lock.release()
+            except HostConnectionError:
+                pass  # the connection is gone, and with it the lock
         conn.close()
         result.seconds = time.monotonic() - started
     return result

@@ -160,3 +160,35 @@ def test_a_missed_gateway_restart_is_made_up_by_the_next_hermes_run(faults_lab):
     code, out = run_update("--restart-gateway", "--yes", "-i", str(inventory), targets, sha, repo=repo)
     assert code == 0, out
     assert {h.name: restart_count(h) for h in hosts} == {n: c + 2 for n, c in before.items()}
+
+
+def test_two_runs_at_once_never_split_the_fleet(faults_lab):
+    """Issue 14, item 4: a second run while the first is under way fails each host clearly,
+    naming the run that holds it, and changes nothing there; the first run finishes; once it is
+    done, the lock is gone."""
+    lab, inventory, repo, targets = faults_lab
+    first = commit_file(repo, "runtime/soulgraph/_fault_marker.py", "MARK = 5\n", "first operator's sha")
+    second = commit_file(repo, "runtime/soulgraph/_fault_marker.py", "MARK = 6\n", "second operator's sha")
+    watched = lab.hosts[0].home / ".soulfleet" / "releases" / first / "wheels"
+    proc = subprocess.Popen([sys.executable, "-c", "from fleet.cli import fleet_update; fleet_update()",
+                             "--repo", str(repo), "--yes", "-i", str(inventory), targets, first],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=Path(__file__).parents[1])
+    try:
+        deadline = time.monotonic() + 180
+        while not watched.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert watched.exists(), "the first run never got under way"
+        code, out = run_update("--yes", "-i", str(inventory), targets, second, repo=repo)
+        first_out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, first_out.decode()
+    assert code == 2, out
+    assert f"another fleet run holds {lab.hosts[0].name}: " in out and f"pid {proc.pid} since " in out, out
+    assert f"(update {first[:12]})" in out
+    for h in lab.hosts[:3]:
+        assert (h.home / ".soulfleet" / "current").readlink().name == first
+        assert not (h.home / ".soulfleet" / "releases" / second).exists()
+    code, out = run_update("--yes", "-i", str(inventory), targets, second, repo=repo)
+    assert code == 0, out

@@ -108,6 +108,12 @@ class Connection(abc.ABC):
         """Read a whole file; FileNotFoundError when it is not there."""
 
     @abc.abstractmethod
+    def hold(self, command: str, *, timeout: float = 30.0) -> "Held":
+        """Start `command`, wait (at most `timeout` s) for its first line of output, and keep it
+        running with its stdin open until `Held.release()`; if the connection drops, the host
+        ends it. For a lock held for the length of a run (fleet/host_lock.py)."""
+
+    @abc.abstractmethod
     def close(self) -> None:
         """Release the connection; safe to call twice."""
 
@@ -121,6 +127,19 @@ class Connection(abc.ABC):
         if check and result.rc != 0:
             raise CommandFailed(self.host, result)
         return result
+
+
+class Held:
+    """A command started by `Connection.hold`: its first output line (and the exit status,
+    when it already ended), and how to end it (closing its stdin)."""
+
+    def __init__(self, first_line: str, rc: int | None, release):
+        self.first_line, self.rc, self._release = first_line, rc, release
+
+    def release(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
 
 def decode(data: bytes) -> str:

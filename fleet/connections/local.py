@@ -8,7 +8,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .base import CommandTimeout, Connection, Result, decode
+import select
+import time
+
+from .base import CommandTimeout, Connection, Held, Result, decode
 
 
 class LocalConnection(Connection):
@@ -57,6 +60,34 @@ class LocalConnection(Connection):
 
     def get(self, remote_path: str) -> bytes:
         return Path(remote_path).expanduser().read_bytes()
+
+    def hold(self, command: str, *, timeout: float = 30.0) -> Held:
+        proc = subprocess.Popen([self.shell, "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        line = b""
+        deadline = time.monotonic() + timeout
+        while not line.endswith(b"\n") and time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            chunk = os.read(proc.stdout.fileno(), 1)
+            if not chunk:
+                break
+            line += chunk
+
+        def release() -> None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                _kill_group(proc)
+                proc.wait()
+            proc.stdout.close()
+
+        rc = proc.poll()
+        if rc is not None:
+            proc.wait()
+        return Held(decode(line).strip(), rc, release)
 
     def close(self) -> None:
         pass

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 import paramiko
 
-from .base import (AuthenticationFailed, CommandTimeout, Connection, HostKeyRejected,
+from .base import (Held, AuthenticationFailed, CommandTimeout, Connection, HostKeyRejected,
                    HostUnreachable, Result, decode)
 
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
@@ -235,6 +235,38 @@ class SSHConnection(Connection):
             raise HostUnreachable(self.host, self.address, self.port,
                                   f"connection lost while running: {command}")
         return self._finish(Result(rc, decode(bytes(out)), decode(bytes(err)), command), check)
+
+    def hold(self, command: str, *, timeout: float = 30.0) -> Held:
+        chan = self._session()
+        try:
+            chan.set_combine_stderr(True)
+            chan.exec_command(command)
+            line = b""
+            deadline = time.monotonic() + timeout
+            while not line.endswith(b"\n") and time.monotonic() < deadline:
+                if chan.recv_ready():
+                    chunk = chan.recv(1)
+                    if not chunk:
+                        break
+                    line += chunk
+                elif chan.exit_status_ready() and not chan.recv_ready():
+                    break
+                else:
+                    select.select([chan], [], [], min(0.5, max(0.0, deadline - time.monotonic())))
+        except (paramiko.SSHException, EOFError, OSError) as e:
+            chan.close()
+            raise HostUnreachable(self.host, self.address, self.port, f"connection lost while running: {command}: {e}") from None
+        rc = chan.recv_exit_status() if chan.exit_status_ready() else None
+
+        def release() -> None:
+            try:
+                chan.shutdown_write()  # stdin closed: the held command ends
+                chan.status_event.wait(5)
+            except (paramiko.SSHException, EOFError, OSError):
+                pass
+            chan.close()
+
+        return Held(decode(line).strip(), rc, release)
 
     def _probe(self, command: str) -> None:
         """Is the host still there? A global request that wants a reply, waited for in a
