@@ -115,6 +115,8 @@ def test_check_mode_changes_nothing(fleet_lab):
                            new_sha, repo=repo)
     assert code == 0, out
     assert "would switch" in out and "would restart" in out
+    # The config.yaml change the new sha would make, as a unified diff (issue 14, item 8)
+    assert f"+    command: {lab.hosts[0].home}/.soulfleet/releases/{new_sha}/venv/bin/python" in out, out
     assert {h.name: snapshot(h.home) for h in lab.hosts} == before
     assert all((h.home / "gateway-restarts").read_text() == "restart\n" for h in lab.hosts)
 

@@ -6,7 +6,9 @@ In check mode the call runs with `check_args` added when the module has a dry ru
 `--check`), otherwise it is not run. `in_temp_dir` runs it in a fresh temporary folder on the
 host, removed afterwards (for checks that must not touch real files). `verdict_only`: the
 module is itself a dry run (an installer's --check): "would change" is not a change here, so
-only an error counts (failed), anything else is ok.
+only an error counts (failed), anything else is ok. `check_python`: in check mode, when
+`python` (a release not installed yet) is missing, the dry run is made with this one (the
+runtime the host runs now), so `--check --diff` still shows what the change would be.
 """
 
 from __future__ import annotations
@@ -49,13 +51,18 @@ def outcome_from_answer(answer: dict[str, Any] | None, rc: int, stderr: str) -> 
 @operation("module")
 def module(ctx: Context, python: str, module: str, args: list[str] | None = None,
            check_args: list[str] | None = None, in_temp_dir: bool = False,
-           timeout: float | None = None, verdict_only: bool = False) -> Outcome:
+           timeout: float | None = None, verdict_only: bool = False,
+           check_python: str | None = None) -> Outcome:
     argv = list(args or [])
     if ctx.check:
         if check_args is None:
             return Outcome(SKIPPED, f"{module}: no dry run; not run in check mode")
         if not ctx.run(f"test -x {sh_path(python)}").ok:
-            return Outcome(CHANGED, f"would run {module} (its runtime is not installed yet)")
+            # A new release is not installed in check mode: its dry run is made with the
+            # runtime the host has (`check_python`), so the diff is still shown.
+            if not check_python or not ctx.run(f"test -x {sh_path(check_python)}").ok:
+                return Outcome(CHANGED, f"would run {module} (its runtime is not installed yet)")
+            python = check_python
         argv += check_args
     call = f"{sh_path(python)} -m {q(module)} " + " ".join(q(a) for a in argv)
     if in_temp_dir:
