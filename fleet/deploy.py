@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from fleet import host_lock
+from fleet import hermes_names, host_lock
 from fleet.build import RuntimeBuilder
 from fleet.connections import CommandTimeout, HostConnectionError
 from fleet.facts import expand_home, gather
@@ -69,6 +69,7 @@ def host_variables(host: Host, facts: dict[str, Any], sha: str, *, restart_gatew
     hvars = dict(host.vars)
     runtime_dir = expand_home(str(hvars["runtime_dir"]), home)
     release_dir = f"{runtime_dir}/releases/{sha}"
+    names = hermes_names.resolve(expand_home(str(hvars["hermes_home"]), home), home, facts.get("active_profile"))
     hvars.update(
         host_name=host.name, home=home, sha=sha,
         platform=facts["platform"], uid=facts["uid"], arch=facts["arch"],
@@ -82,6 +83,11 @@ def host_variables(host: Host, facts: dict[str, Any], sha: str, *, restart_gatew
         restart_gateway=restart_gateway or force_gateway_restart,
         force_gateway_restart=force_gateway_restart,
         wheelhouse=LazyWheelhouse(builder, facts) if builder else "",
+        # The gateway of the home the agent runs from (a profile's has its own name), unless the
+        # inventory names it.
+        **{key: value for key, value in (("gateway_unit", names.unit), ("gateway_label", names.label))
+           if key not in host.vars},
+        hermes_profile=names.profile,
         soul_commit=soul.commit if soul else None,
         soul_origin=soul.spec.origin if soul else None,
         soul_archive=str(soul.archive) if soul else None,

@@ -113,6 +113,14 @@ class DeployedSha(Fact):
         return target.rsplit("/", 1)[-1] if target else None
 
 
+class ActiveProfile(Fact):
+    """The first line of the Hermes root's active_profile file ('' when there is none)."""
+    name = "active_profile"
+
+    def command(self, hvars):
+        return f"head -n 1 {sh_path(hvars['hermes_home'])}/active_profile 2>/dev/null || true"
+
+
 class GatewayRuntime(Fact):
     """The sha the gateway was last restarted onto by a run (roles/gateway), or None."""
     name = "gateway_runtime"
@@ -126,7 +134,7 @@ class GatewayRuntime(Fact):
 
 
 ALL_FACTS: list[Fact] = [Home(), Uname(), SwVers(), Uid(), PythonVersion(), HermesHome(),
-                         DeployedSha(), GatewayRuntime()]
+                         DeployedSha(), GatewayRuntime(), ActiveProfile()]
 
 
 def gather(conn: Connection, hvars: dict[str, Any], facts: list[Fact] = ALL_FACTS) -> dict:

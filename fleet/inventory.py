@@ -40,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "runtime_dir": "~/.soulfleet",
     "python": "/usr/bin/python3",
     "gateway_restart_command": None,  # replaces the systemd/launchd restart
+    "gateway_status_command": None,  # with a restart command of your own: exits 0 when the gateway runs
     "soul_toolsets": "graph",  # the MCP toolsets Hermes gets: graph (the 13 tools), plus memory and/or markdown
     # The Hermes memory provider: auto (installed; selected unless the host's config.yaml names
     # another provider), soulgraph (selected even then), none (not installed, provider left alone).

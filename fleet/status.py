@@ -13,6 +13,7 @@ import yaml
 from fleet.connections import HostConnectionError
 from fleet.facts import expand_home, gather, sh_path
 from fleet.inventory import Host
+from fleet import hermes_names
 from fleet.operations.service import status_argv
 
 MARK = "::soulfleet-status::"
@@ -26,13 +27,16 @@ def host_status(host: Host) -> dict[str, Any]:
     conn = host.connection()
     try:
         facts = gather(conn, host.vars)
-        hermes_home = expand_home(str(host.vars["hermes_home"]), facts["home"])
-        argv = status_argv(facts["platform"], facts["uid"], "hermes-gateway.service",
-                           "ai.hermes.gateway")
-        env = "" if facts["platform"] == "macos" else \
-            'XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/$(id -u)}" '
+        names = hermes_names.resolve(expand_home(str(host.vars["hermes_home"]), facts["home"]), facts["home"],
+                                     facts.get("active_profile"))
+        hermes_home = names.home  # the home the agent runs from (its active profile's)
+        gateway = gateway_status_command(host.vars, facts["platform"], facts["uid"],
+                                         host.vars.get("gateway_unit") or names.unit,
+                                         host.vars.get("gateway_label") or names.label)
+        probe = f"{{ {gateway}; }} >/dev/null 2>&1 && echo active || echo inactive" if gateway else \
+            "echo 'unknown (gateway_restart_command is set: give gateway_status_command to check it)'"
         out = conn.run(f"cat {sh_path(hermes_home)}/config.yaml 2>/dev/null; echo '{MARK}'; "
-                       f"{env}{shlex.join(argv)} >/dev/null 2>&1 && echo active || echo inactive; "
+                       f"{probe}; "
                        f"echo '{SOUL_MARK}'; cat {sh_path(hermes_home)}/{SOUL_STATE} 2>/dev/null",
                        timeout=60).stdout
         config_text, _, rest = out.partition(MARK + "\n")
@@ -44,7 +48,7 @@ def host_status(host: Host) -> dict[str, Any]:
         except (yaml.YAMLError, AttributeError):
             entry = "unreadable config.yaml"
         report.update(reachable=True, platform=facts["platform"], sha=facts["deployed_sha"],
-                      hermes_home=hermes_home, hermes_config=facts["config_exists"],
+                      hermes_home=hermes_home, hermes_profile=names.profile, hermes_config=facts["config_exists"],
                       hermes_entry=(entry.get("command") if isinstance(entry, dict) else entry),
                       gateway=gateway.strip(), **_soul(soul_text))
     except HostConnectionError as exc:
@@ -53,6 +57,21 @@ def host_status(host: Host) -> dict[str, Any]:
         conn.close()
     report["seconds"] = round(time.monotonic() - started, 2)
     return report
+
+
+def gateway_status_command(hvars: dict[str, Any], platform: str, uid: Any, unit: str, label: str) -> str | None:
+    """The shell command that exits 0 when the gateway runs: the inventory's
+    gateway_status_command, else systemd/launchd's, unless the host restarts its gateway its own
+    way (gateway_restart_command without a status command: None, we cannot tell)."""
+    if hvars.get("gateway_status_command"):
+        return str(hvars["gateway_status_command"])
+    if hvars.get("gateway_restart_command"):
+        return None
+    argv = status_argv(platform, uid, unit, label)
+    if platform == "macos":
+        return shlex.join(argv)
+    # Over SSH XDG_RUNTIME_DIR may be unset; systemctl --user needs it to find the user's bus.
+    return 'XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/$(id -u)}" ' + shlex.join(argv)
 
 
 def _soul(text: str) -> dict[str, Any]:

@@ -400,3 +400,22 @@ def test_ctrl_c_stops_new_hosts_and_lets_running_ones_finish_their_task():
     assert [r.status for r in results] == ["interrupted"] * 3
     assert steps == [("h0", 0), ("h0", 1)]  # h0 finished the task it was in; h1, h2 never began
     assert results[1].message == "not started"
+
+
+def test_the_hermes_home_and_gateway_names_follow_the_active_profile():
+    """Facts of hermes-agent 0.19 (hermes_cli/gateway.py): a profile's gateway has its own
+    systemd unit and launchd label; any other home a hash of its path."""
+    import hashlib
+
+    from fleet.hermes_names import resolve
+
+    default = resolve("/home/u/.hermes", "/home/u", None)
+    assert (default.home, default.unit, default.label) == ("/home/u/.hermes", "hermes-gateway.service", "ai.hermes.gateway")
+    assert resolve("/home/u/.hermes", "/home/u", "default").unit == "hermes-gateway.service"
+    work = resolve("/home/u/.hermes", "/home/u", "Work\n")
+    assert (work.home, work.profile, work.unit, work.label) == (
+        "/home/u/.hermes/profiles/work", "work", "hermes-gateway-work.service", "ai.hermes.gateway-work")
+    assert resolve("/home/u/.hermes/profiles/work", "/home/u", None).unit == "hermes-gateway-work.service"
+    other = resolve("/srv/agent", "/home/u", None)
+    assert other.unit == f"hermes-gateway-{hashlib.sha256(b'/srv/agent').hexdigest()[:8]}.service"
+    assert resolve("/home/u/.hermes", "/home/u", "../etc").home == "/home/u/.hermes"  # not a profile name

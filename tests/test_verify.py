@@ -7,6 +7,7 @@ so the second host shows that one host's failure leaves the others' verdicts alo
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import posixpath
 import re
@@ -28,7 +29,8 @@ pytestmark = pytest.mark.lab
 
 SHA = "5e1f0c0ffee5e1f0c0ffee5e1f0c0ffee5e1f0c0"
 CHECKS = ["runtime_imports", "current_release", "mcp_entry", "memory_provider", "soul_file_private", "skill_present",
-          "mcp_tools"]
+          "mcp_tools", "layered_soul"]
+PASSED = {c: "ok" for c in CHECKS} | {"layered_soul": "skip"}  # no layered soul imported on these hosts
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +84,7 @@ def test_laid_out_hosts_pass_every_check(ssh_lab, laid_out):
     rc, output = verify(ssh_lab, laid_out)
     assert rc == EXIT_OK, output
     for name in laid_out:
-        assert row(output, name) == {"host": name, **{c: "ok" for c in CHECKS}}
+        assert row(output, name) == {"host": name, **PASSED}
     assert "gateway_active" not in output  # only with hermes=True
     assert "2/2 hosts passed every check" in output
 
@@ -105,7 +107,7 @@ def test_soul_file_with_wrong_mode_fails(ssh_lab, laid_out):
     assert rc == EXIT_FAILED
     assert row(output, first)["soul_file_private"] == "FAIL"
     assert re.search(rf"{first}: soul_file_private: .*soul\.json has mode 0644, expected 0600", output)
-    assert set(row(output, second).values()) == {second, "ok"}
+    assert set(row(output, second).values()) == {second, "ok", "skip"}
 
 
 def test_missing_skill_fails(ssh_lab, laid_out):
@@ -178,7 +180,7 @@ def test_changed_host_key_is_refused_not_warned_about(ssh_lab, laid_out):
     assert row(output, first) == {"host": first, "runtime_imports": "key refused",
                                   **{c: "-" for c in CHECKS[1:]}}
     assert re.search(rf"{first}: key refused: {first} \(.*\): HOST KEY CHANGED", output)
-    assert set(row(output, second).values()) == {second, "ok"}
+    assert set(row(output, second).values()) == {second, "ok", "skip"}
     # Refused before logging in, and the impostor entry was not "corrected" behind our back.
     assert accepted_logins(ssh_lab.host(first)) == logins_before
     assert Path(ssh_lab.known_hosts).read_text() == known_before
@@ -193,7 +195,7 @@ def test_unknown_host_key_is_refused(ssh_lab, laid_out, tmp_path):
     assert rc == EXIT_UNREACHABLE
     assert re.search(rf"{first}: key refused: .*host key ssh-ed25519 SHA256:\S+ is not in {known}",
                      output)
-    assert set(row(output, second).values()) == {second, "ok"}
+    assert set(row(output, second).values()) == {second, "ok", "skip"}
     assert ssh_lab.host(first).address not in known.read_text()  # never added on first contact
 
 
@@ -203,7 +205,7 @@ def test_unreachable_host_is_reported_and_others_verified(ssh_lab, laid_out):
     rc, output = verify(ssh_lab, laid_out)
     assert rc == EXIT_UNREACHABLE
     assert f"{second}: unreachable: {second} ({ssh_lab.host(second).address}:22) is unreachable" in output
-    assert set(row(output, first).values()) == {first, "ok"}
+    assert set(row(output, first).values()) == {first, "ok", "skip"}
 
 
 # -- the gateway (hermes=True) ---------------------------------------------------------------------
@@ -212,7 +214,10 @@ def test_unreachable_host_is_reported_and_others_verified(ssh_lab, laid_out):
 # command's output is checked in tests/test_install_provider.py).
 MEMORY_STATUS = "\nMemory status\n" + "-" * 40 + "\n  Built-in:  always active\n  Provider:  soulgraph\n\n" \
     "  Plugin:    installed \u2713\n  Status:    available \u2713\n"
-HERMES_OK = {"systemctl": FakeCommand(stdout="active\n"), "hermes": FakeCommand(stdout=MEMORY_STATUS)}
+# And `hermes mcp test soul` (the real command's output: tests/test_hermes_client.py).
+MCP_TEST = "  Testing 'soul'...\n  Transport: stdio\n  Auth: none\n  \u2713 Connected (784ms)\n  \u2713 Tools discovered: 13\n"
+HERMES_OK = {"systemctl": FakeCommand(stdout="active\n"),
+             "hermes": FakeCommand(stdout=MEMORY_STATUS, by_args={"mcp test soul": MCP_TEST})}
 
 
 def test_gateway_active_passes_with_hermes(ssh_lab, laid_out):
@@ -224,6 +229,37 @@ def test_gateway_active_passes_with_hermes(ssh_lab, laid_out):
     assert row(output, first)["gateway_active"] == "ok" and row(output, first)["hermes_memory_provider"] == "ok"
     assert ["systemctl", "--user", "is-active", "hermes-gateway.service"] in ssh_lab.fake_calls(first)
     assert ["hermes", "memory", "status"] in ssh_lab.fake_calls(first)
+    assert ["hermes", "mcp", "test", "soul"] in ssh_lab.fake_calls(first)
+    assert row(output, first)["hermes_client_sees_soul"] == "ok"
+
+
+def test_hermes_client_finding_too_few_tools_fails_in_one_sentence(ssh_lab, laid_out):
+    first, second = list(laid_out)
+    ssh_lab.fake_commands(first, {**HERMES_OK, "hermes": FakeCommand(stdout=MEMORY_STATUS, by_args={
+        "mcp test soul": MCP_TEST.replace("discovered: 13", "discovered: 4")})})
+    ssh_lab.fake_commands(second, HERMES_OK)
+    rc, output = verify(ssh_lab, laid_out, hermes=True)
+    assert rc == EXIT_FAILED
+    assert f"{first}: hermes_client_sees_soul: hermes mcp test soul found 4 tools, expected 13" in output
+
+
+def test_a_custom_gateway_is_checked_with_the_inventorys_status_command(ssh_lab, laid_out):
+    """Issue 14: with gateway_restart_command, status used to say inactive; now
+    gateway_status_command is asked (and without one the check says it cannot tell)."""
+    first, second = list(laid_out)
+    for name in laid_out:
+        ssh_lab.fake_commands(name, HERMES_OK)
+    custom = {"gateway_restart_command": "s6-svc -r /run/s6/hermes", "gateway_status_command": "s6-svstat -u /run/s6/hermes"}
+    ssh_lab.fake_commands(first, {**HERMES_OK, "s6-svstat": FakeCommand(stdout="true\n")})
+    out = io.StringIO()
+    chosen = [dataclasses.replace(t, gateway=custom) if t.name == first else
+              dataclasses.replace(t, gateway={"gateway_restart_command": "s6-svc -r /run/s6/hermes"})
+              for t in targets(ssh_lab, list(laid_out))]
+    run_verify(chosen, hermes=True, sha=SHA, out=out)
+    assert row(out.getvalue(), first)["gateway_active"] == "ok", out.getvalue()
+    assert ["s6-svstat", "-u", "/run/s6/hermes"] in ssh_lab.fake_calls(first)
+    assert ["systemctl", "--user", "is-active", "hermes-gateway.service"] not in ssh_lab.fake_calls(first)
+    assert row(out.getvalue(), second)["gateway_active"] == "skip", out.getvalue()
 
 
 def test_hermes_showing_another_provider_fails_the_memory_check(ssh_lab, laid_out):
@@ -243,7 +279,7 @@ def test_gateway_inactive_fails_with_hermes(ssh_lab, laid_out):
     ssh_lab.fake_commands(second, HERMES_OK)
     rc, output = verify(ssh_lab, laid_out, hermes=True)
     assert rc == EXIT_FAILED
-    assert f"{first}: gateway_active: hermes-gateway.service is inactive" in output
+    assert f"{first}: gateway_active: the gateway (hermes-gateway.service) is not running: inactive" in output
     assert row(output, second)["gateway_active"] == "ok"
 
 

@@ -36,12 +36,14 @@ def test_fleet_verify_with_hermes_checks_the_gateway(deployed):
     lab, inventory, sha = deployed
     status = "  Provider:  soulgraph\n  Plugin:    installed \u2713\n  Status:    available \u2713\n"
     for h in lab.hosts:
-        lab.fake_commands(h, {"systemctl": FakeCommand(stdout="active\n"), "hermes": FakeCommand(stdout=status)})
+        lab.fake_commands(h, {"systemctl": FakeCommand(stdout="active\n"), "hermes": FakeCommand(stdout=status, by_args={
+            "mcp test soul": "  \u2713 Connected (700ms)\n  \u2713 Tools discovered: 13\n"})})
     lab.fake_commands(lab.hosts[-1], {"systemctl": FakeCommand(stdout="failed\n", rc=3),
-                                      "hermes": FakeCommand(stdout=status)})
+                                      "hermes": FakeCommand(stdout=status, by_args={
+                                          "mcp test soul": "  \u2713 Connected (700ms)\n  \u2713 Tools discovered: 13\n"})})
     code, out = run_fleet("verify", "-i", str(inventory), "--hermes", "all")
     assert code == 2, out
-    assert f"{lab.hosts[-1].name}: gateway_active: hermes-gateway.service is failed" in out
+    assert f"{lab.hosts[-1].name}: gateway_active: the gateway (hermes-gateway.service) is not running: failed" in out
     assert f"{len(lab.hosts) - 1}/{len(lab.hosts)} hosts passed every check" in out
     lab.heal()
 

@@ -164,21 +164,42 @@ def test_layered_soul(host, layout, verify_settings):
 
 
 @pytest.mark.hermes
-def test_gateway_active(host):
+def test_gateway_active(host, layout, target):
+    """The gateway of the home the agent runs from (a profile's has its own unit/label), checked
+    with the inventory's gateway_status_command when the host restarts it its own way."""
+    from fleet.status import gateway_status_command
+
     system = host.run("uname -s").stdout.strip()
-    if system == "Darwin":
+    gateway = target.gateway or {}
+    if system == "Darwin" and not gateway.get("gateway_status_command"):
         uid = host.run("id -u").stdout.strip()
         for domain in (f"gui/{uid}", f"user/{uid}"):  # no GUI session over SSH: user/ is next
-            shown = host.run("launchctl print %s", f"{domain}/ai.hermes.gateway")
+            shown = host.run("launchctl print %s", f"{domain}/{layout.gateway_label}")
             if shown.rc == 0:
                 break
-        assert shown.rc == 0, f"launchd knows no ai.hermes.gateway in gui/{uid} or user/{uid}"
-        assert "state = running" in shown.stdout, "ai.hermes.gateway is loaded but not running"
-    else:
-        state = host.run("systemctl --user is-active hermes-gateway.service")
-        found = state.stdout.strip()
-        assert state.rc == 0 and found == "active", f"hermes-gateway.service is {found}" \
-            if found else f"systemctl --user is-active failed: {_last_line(state.stderr)}"
+        assert shown.rc == 0, f"launchd knows no {layout.gateway_label} in gui/{uid} or user/{uid}"
+        assert "state = running" in shown.stdout, f"{layout.gateway_label} is loaded but not running"
+        return
+    command = gateway_status_command(gateway, "linux", "", layout.gateway_unit, layout.gateway_label)
+    if command is None:
+        pytest.skip("gateway_restart_command is set without gateway_status_command: the state cannot be read")
+    state = host.run(command)
+    found = state.stdout.strip() or _last_line(state.stderr)
+    assert state.rc == 0, f"the gateway ({layout.gateway_unit}) is not running: {found or 'exit ' + str(state.rc)}"
+
+
+@pytest.mark.hermes
+def test_hermes_client_sees_soul(host, layout):
+    """Hermes' own client on the host (`hermes mcp test soul`, as seed 000 does), when there."""
+    if host.run("command -v hermes").rc != 0:
+        pytest.skip("no hermes command on the host's PATH")
+    shown = host.run("env HERMES_HOME=%s hermes mcp test soul", layout.hermes_home)
+    text = shown.stdout + shown.stderr
+    tools = next((line.split(":", 1)[1].strip() for line in text.splitlines() if "Tools discovered:" in line), None)
+    assert shown.rc == 0 and "Connected" in text, \
+        f"hermes mcp test soul did not connect: {_last_line(text)}"
+    expected = expected_tools(layout.toolsets)
+    assert tools == str(expected), f"hermes mcp test soul found {tools or 'no'} tools, expected {expected}"
 
 
 @pytest.mark.hermes

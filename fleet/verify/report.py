@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-OK, FAIL, UNREACHABLE = "ok", "FAIL", "unreachable"
+OK, FAIL, UNREACHABLE, SKIP = "ok", "FAIL", "unreachable", "skip"  # skip: not checkable here (the reason is kept)
 
 
 @dataclass
@@ -23,7 +23,7 @@ class HostOutcome:
 
     @property
     def failed(self) -> bool:
-        return bool(self.unreachable) or any(c.status != OK for c in self.checks.values())
+        return bool(self.unreachable) or any(c.status not in (OK, SKIP) for c in self.checks.values())
 
 
 class VerifyReport:
@@ -39,7 +39,7 @@ class VerifyReport:
         outcome = self.hosts[host]
         if outcome.unreachable:
             return
-        if check in outcome.checks and outcome.checks[check].status != OK:
+        if check in outcome.checks and outcome.checks[check].status not in (OK, SKIP):
             return  # a teardown error never hides the failure that came first
         outcome.checks[check] = CheckOutcome(check, status, reason)
 
@@ -76,7 +76,7 @@ class VerifyReport:
             if h.unreachable:
                 problems.append(f"  {h.name}: {h.unreachable_kind}: {h.unreachable}")
             problems += [f"  {h.name}: {c.check}: {c.reason}"
-                         for c in h.checks.values() if c.status != OK]
+                         for c in h.checks.values() if c.status not in (OK, SKIP)]
         passed = sum(not h.failed for h in self.hosts.values())
         out.append("")
         out.append(f"{passed}/{len(self.hosts)} hosts passed every check")

@@ -13,7 +13,7 @@ import pytest
 
 from fleet.connections.base import AuthenticationFailed, HostConnectionError, HostKeyRejected
 
-from .report import FAIL, OK, VerifyReport
+from .report import FAIL, OK, SKIP, VerifyReport
 from .sessions import HostSessions
 from .target import VerifyTarget
 
@@ -81,6 +81,8 @@ class VerifyPlugin:
         host, check = self._where[item.nodeid]
         if report.passed and report.when == "call":
             self.report.record(host, check, OK)
+        elif report.skipped:
+            self.report.record(host, check, SKIP, str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else "")
         elif report.failed:
             error = call.excinfo.value if call.excinfo else None
             if isinstance(error, HostConnectionError):

@@ -13,6 +13,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from testinfra.backend.base import CommandResult
 from testinfra.host import Host
 
+from fleet.facts import sh_path
+
 from .backend import host_for
 from .target import HostLayout, VerifyTarget
 
@@ -31,10 +33,13 @@ class HostSession:
     def open(self) -> None:
         """Connect and learn the layout, then run the self-check (in a worker thread)."""
         try:
-            home = self.host.run('printf "%s" "$HOME"')  # the first command connects
-            if home.rc != 0 or not home.stdout.startswith("/"):
-                raise RuntimeError(f"{self.target.name}: cannot read $HOME: {home.stderr.strip()}")
-            layout = HostLayout.of(self.target, home.stdout)
+            # The first command connects; it also reads Hermes' active_profile (one round trip).
+            found = self.host.run(f'printf "%s\\n" "$HOME"; head -n 1 {sh_path(self.target.hermes_home)}/active_profile '
+                                  "2>/dev/null || true")
+            home, _, profile = found.stdout.partition("\n")
+            if found.rc != 0 or not home.startswith("/"):
+                raise RuntimeError(f"{self.target.name}: cannot read $HOME: {found.stderr.strip()}")
+            layout = HostLayout.of(self.target, home, profile.strip() or None)
         except BaseException as exc:
             self.connected.set_exception(exc)
             self.self_check.set_exception(exc)

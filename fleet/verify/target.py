@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
+GATEWAY_VARS = ("gateway_restart_command", "gateway_status_command", "gateway_unit", "gateway_label")
 DEFAULT_HERMES_HOME = "~/.hermes"
 DEFAULT_RUNTIME_DIR = "~/.soulfleet"
 
@@ -29,22 +30,24 @@ class VerifyTarget:
     local: bool = False
     toolsets: str = "graph"  # the inventory's soul_toolsets: what the Hermes entry serves
     memory_provider: str = "auto"  # the inventory's soul_memory_provider
+    gateway: dict | None = None  # the inventory's gateway_* vars (restart/status command, unit, label)
 
     @classmethod
     def from_inventory(cls, host) -> "VerifyTarget":
         """From a fleet inventory host (`fleet.inventory.Host`: name, local, vars)."""
         v = host.vars
+        gateway = {k: v[k] for k in GATEWAY_VARS if v.get(k)}
         if host.local:
             return cls(host.name, local=True, hermes_home=v.get("hermes_home") or DEFAULT_HERMES_HOME,
                        runtime_dir=v.get("runtime_dir") or DEFAULT_RUNTIME_DIR,
                        toolsets=str(v.get("soul_toolsets") or "graph"),
-                       memory_provider=str(v.get("soul_memory_provider") or "auto"))
+                       memory_provider=str(v.get("soul_memory_provider") or "auto"), gateway=gateway)
         return cls(host.name, v["address"], int(v.get("port") or 22), v.get("user"),
                    str(v["key"]) if v.get("key") else None, str(v.get("known_hosts") or ""),
                    v.get("hermes_home") or DEFAULT_HERMES_HOME,
                    v.get("runtime_dir") or DEFAULT_RUNTIME_DIR,
                    toolsets=str(v.get("soul_toolsets") or "graph"),
-                   memory_provider=str(v.get("soul_memory_provider") or "auto"))
+                   memory_provider=str(v.get("soul_memory_provider") or "auto"), gateway=gateway)
 
     def __post_init__(self) -> None:
         if not self.local and not self.known_hosts:
@@ -57,15 +60,23 @@ class HostLayout:
     """The fixed host layout with `~` already expanded on the host."""
 
     runtime_dir: str
-    hermes_home: str
+    hermes_home: str  # the home the agent runs from: the active profile's, when there is one
     toolsets: str = "graph"
     memory_provider: str = "auto"
+    gateway_unit: str = "hermes-gateway.service"
+    gateway_label: str = "ai.hermes.gateway"
+    profile: str | None = None
 
     @classmethod
-    def of(cls, target: VerifyTarget, home: str) -> "HostLayout":
-        return cls(runtime_dir=expand_home(target.runtime_dir, home),
-                   hermes_home=expand_home(target.hermes_home, home), toolsets=target.toolsets,
-                   memory_provider=target.memory_provider)
+    def of(cls, target: VerifyTarget, home: str, active_profile: str | None = None) -> "HostLayout":
+        from fleet.hermes_names import resolve
+
+        names = resolve(expand_home(target.hermes_home, home), home, active_profile)
+        gateway = target.gateway or {}
+        return cls(runtime_dir=expand_home(target.runtime_dir, home), hermes_home=names.home,
+                   toolsets=target.toolsets, memory_provider=target.memory_provider,
+                   gateway_unit=gateway.get("gateway_unit") or names.unit,
+                   gateway_label=gateway.get("gateway_label") or names.label, profile=names.profile)
 
     @property
     def toolset_args(self) -> list[str]:
