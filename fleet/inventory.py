@@ -63,6 +63,7 @@ class Host:
     vars: dict[str, Any] = field(default_factory=dict)
     groups: list[str] = field(default_factory=list)
     local: bool = False
+    given: set[str] = field(default_factory=set)  # the vars the inventory set (the rest are defaults)
 
     def __getattr__(self, key: str) -> Any:
         # Convenience: host.address, host.python, ... read from vars.
@@ -72,14 +73,13 @@ class Host:
             raise AttributeError(key) from None
 
     def connection(self):
-        """A new, unopened connection to this host."""
-        from fleet.connections import LocalConnection, SSHConnection
+        """A new, unopened connection to this host: the inventory's settings, and for what
+        it leaves unset, the operator's ~/.ssh/config (fleet/ssh_config.py)."""
+        from fleet.connections import LocalConnection
+        from fleet.ssh_config import connect_settings
         if self.local:
             return LocalConnection(self.name)
-        return SSHConnection(self.name, self.vars["address"], port=int(self.vars["port"]),
-                             user=self.vars["user"], key=self.vars["key"],
-                             known_hosts=self.vars["known_hosts"],
-                             accept_new=bool(self.vars["accept_new_host_key"]))
+        return connect_settings(self.name, self.vars, self.given)
 
 
 def local_host(extra_vars: dict[str, Any] | None = None) -> Host:
@@ -185,8 +185,9 @@ def parse(data: Any, path: Path | None = None) -> Inventory:
 
     walk("all", data["all"], {}, ["all"], ["all"])
     for host in hosts.values():
-        own = host.vars
-        host.vars = {**DEFAULTS, **host_group_vars.get(host.name, {}), **own}
+        given = ansible_names({**host_group_vars.get(host.name, {}), **host.vars})
+        host.given = set(given)
+        host.vars = {**DEFAULTS, **given}
         host.vars.setdefault("address", host.name)
         host.groups = [g for g in host.groups if g != "all"] + ["all"]
         try:
@@ -198,6 +199,21 @@ def parse(data: Any, path: Path | None = None) -> Inventory:
             raise InventoryError(f"{where}: host {host.name}: platform must be one of "
                                  f"{', '.join(PLATFORMS)}, not {host.vars['platform']!r}")
     return Inventory(path, hosts, groups)
+
+
+# Ansible's names for the connection vars, so an Ansible inventory works as it is.
+ANSIBLE_NAMES = {"ansible_host": "address", "ansible_ssh_host": "address", "ansible_user": "user",
+                 "ansible_ssh_user": "user", "ansible_port": "port", "ansible_ssh_port": "port",
+                 "ansible_ssh_private_key_file": "key", "ansible_private_key_file": "key"}
+
+
+def ansible_names(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with Ansible's connection vars also under our names (ours win when both are set)."""
+    mapped = dict(values)
+    for theirs, ours in ANSIBLE_NAMES.items():
+        if theirs in values and ours not in values:
+            mapped[ours] = values[theirs]
+    return mapped
 
 
 def _mapping(value: Any, where: str, key: str) -> dict:

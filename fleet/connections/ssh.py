@@ -84,7 +84,7 @@ class SSHConnection(Connection):
     def __init__(self, host: str, address: str | None = None, *, port: int = 22,
                  user: str | None = None, key: str | os.PathLike | None = None,
                  known_hosts: str | os.PathLike | None = None, accept_new: bool = False,
-                 connect_timeout: float = 10.0):
+                 connect_timeout: float = 10.0, proxy: "SSHConnection | None" = None):
         self.host = host
         self.address = address or host
         self.port = port
@@ -93,6 +93,7 @@ class SSHConnection(Connection):
         self.known_hosts = Path(known_hosts or DEFAULT_KNOWN_HOSTS).expanduser()
         self.accept_new = accept_new
         self.connect_timeout = connect_timeout
+        self.proxy = proxy  # a ProxyJump host: this one is reached through a channel of that connection
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
         self._lock = threading.Lock()  # guards connecting and the (not thread-safe) SFTP client
@@ -127,10 +128,13 @@ class SSHConnection(Connection):
         client.set_missing_host_key_policy(policy)
         unreachable = lambda reason: HostUnreachable(self.host, self.address, self.port, reason)
         try:
+            sock = self._tunnel() if self.proxy is not None else None
+            # The agent is offered too when a key is named: a passphrase-protected key file
+            # cannot be read here, but the agent holding it signs for us.
             client.connect(
                 self.address, port=self.port, username=self.user,
                 key_filename=str(self.key) if self.key else None,
-                look_for_keys=self.key is None, allow_agent=self.key is None,
+                look_for_keys=self.key is None, allow_agent=True, sock=sock,
                 timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
                 auth_timeout=self.connect_timeout, channel_timeout=self.connect_timeout)
         except HostKeyRejected:
@@ -159,10 +163,21 @@ class SSHConnection(Connection):
             raise unreachable(f"{type(e).__name__}: {e}") from None
         # Commands are many small request/answer exchanges: without TCP_NODELAY each one can
         # stall ~40 ms on Nagle's algorithm meeting delayed ACKs.
-        client.get_transport().sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.proxy is None:
+            client.get_transport().sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         client.get_transport().set_keepalive(KEEPALIVE)
         self._client = client
         return client
+
+    def _tunnel(self) -> paramiko.Channel:
+        """A channel through the ProxyJump host to this host's address and port."""
+        jump = self.proxy.paramiko_client  # raises HostConnectionError naming the jump host
+        try:
+            return jump.get_transport().open_channel("direct-tcpip", (self.address, self.port), ("127.0.0.1", 0),
+                                                     timeout=self.connect_timeout)
+        except (paramiko.SSHException, EOFError, OSError) as e:
+            raise HostUnreachable(self.host, self.address, self.port,
+                                  f"the jump host {self.proxy.address} could not reach it: {e}") from None
 
     def _session(self) -> paramiko.Channel:
         with self._lock:
@@ -358,6 +373,8 @@ class SSHConnection(Connection):
         if self._client is not None:
             self._client.close()
             self._client = None
+        if self.proxy is not None:
+            self.proxy.close()
 
 
 def _feed(chan: paramiko.Channel, data: bytes) -> None:
