@@ -23,7 +23,15 @@ import tempfile
 import threading
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+def default_repo() -> Path:
+    """The soulfleet repository the runtime is built from: the checkout this package runs from,
+    else (an installed operator package, pip or pipx) the current directory."""
+    checkout = Path(__file__).resolve().parent.parent
+    return checkout if (checkout / ".git").exists() else Path.cwd()
+
+
+REPO = default_repo()
+GIT_TIMEOUT = 120  # seconds, each git command on the operator
 
 
 class BuildError(Exception):
@@ -35,7 +43,13 @@ def cache_root() -> Path:
 
 
 def _git(repo: Path, *args: str, binary: bool = False):
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+    try:
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, timeout=GIT_TIMEOUT,
+                              stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise BuildError("git is not installed on the operator (the runtime is built from a git commit)") from None
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"git {' '.join(args)} in {repo} did not finish in {GIT_TIMEOUT} s") from None
     if proc.returncode != 0:
         raise BuildError(f"git {' '.join(args)} in {repo}: {proc.stderr.decode().strip()}")
     return proc.stdout if binary else proc.stdout.decode().strip()
@@ -43,6 +57,11 @@ def _git(repo: Path, *args: str, binary: bool = False):
 
 def resolve_sha(ref: str = "HEAD", repo: Path = REPO) -> str:
     """The full commit sha for a ref in the repository; BuildError when it names no commit."""
+    repo = Path(repo)
+    if not repo.is_dir() or subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-inside-work-tree"],
+                                           capture_output=True, timeout=GIT_TIMEOUT).returncode != 0:
+        raise BuildError(f"{repo} is not a git repository: the runtime is built from a commit of the soulfleet "
+                         "repository, so run from a checkout of it or pass --repo PATH")
     try:
         return _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except BuildError:
@@ -70,8 +89,18 @@ def _publish(tmp: Path, final: Path) -> Path:
     return final
 
 
+PIP_TIMEOUT = 900  # seconds: a wheelhouse download on a slow link
+
+
 def _pip(*args: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True,
+                              timeout=PIP_TIMEOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"pip {args[0]} did not finish in {PIP_TIMEOUT} s") from None
+    if "No module named pip" in (proc.stderr or ""):
+        raise BuildError(f"pip is not installed beside {sys.executable}: the runtime wheel and its wheelhouse "
+                         "are built with it (pipx and python -m venv environments have it; uv venv needs --seed)")
     if proc.returncode != 0:
         raise BuildError(f"pip {args[0]} failed:\n{(proc.stderr or proc.stdout)[-3000:]}")
 

@@ -26,12 +26,26 @@ from fleet.connections import HostConnectionError
 from fleet.operations import (CHANGED, FAILED, REGISTRY, SKIPPED, Context, Outcome)
 from fleet.templating import evaluate_expression, render
 
-ROLES_DIR = Path(__file__).resolve().parent.parent / "roles"
-TASK_KEYS = {"name", "when", "notify", "ignore_errors", "register", "commits"}
-
-
 class RoleError(Exception):
     """A role's files are wrong: the message names the file and the task."""
+
+
+def _roles_dir() -> Path:
+    """The repository's roles/ in a checkout; in an installed operator package, the same files
+    shipped as the package data `fleet.roles_data` (pyproject.toml)."""
+    checkout = Path(__file__).resolve().parent.parent / "roles"
+    if checkout.is_dir():
+        return checkout
+    import importlib.util
+
+    spec = importlib.util.find_spec("fleet.roles_data")
+    if spec is None or not spec.submodule_search_locations:
+        raise RoleError("the roles are missing: neither a checkout's roles/ nor the installed fleet.roles_data")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+ROLES_DIR = _roles_dir()
+TASK_KEYS = {"name", "when", "notify", "ignore_errors", "register", "commits"}
 
 
 @dataclass
