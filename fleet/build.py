@@ -111,7 +111,8 @@ class RuntimeBuilder:
     def __init__(self, sha: str, repo: Path = REPO, cache: Path | None = None):
         self.sha, self.repo = sha, Path(repo)
         self.cache = cache or cache_root()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the two dicts below
+        self._key_locks: dict[str, threading.Lock] = {}  # one per platform: they build in parallel
         self._wheelhouses: dict[str, Path] = {}
 
     def runtime_wheel(self) -> Path:
@@ -121,17 +122,21 @@ class RuntimeBuilder:
             return wheels[0]
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{self.sha[:12]}-", dir=folder.parent))
-        src = tmp / "src"
-        src.mkdir()
-        archive = _git(self.repo, "archive", "--format=tar", self.sha, "runtime", binary=True)
-        tar_path = tmp / "runtime.tar"
-        tar_path.write_bytes(archive)
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(src, filter="data")
-        tar_path.unlink()
+        try:
+            src = tmp / "src"
+            src.mkdir()
+            archive = _git(self.repo, "archive", "--format=tar", self.sha, "runtime", binary=True)
+            tar_path = tmp / "runtime.tar"
+            tar_path.write_bytes(archive)
+            with tarfile.open(tar_path) as tar:
+                tar.extractall(src, filter="data")
+            tar_path.unlink()
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         try:
             _pip("wheel", "--no-deps", "-q", "-w", str(tmp), str(src / "runtime"))
-        except BuildError:
+        except BaseException:  # a failure or Ctrl-C: no half-built folder stays in the cache
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         shutil.rmtree(src)
@@ -155,7 +160,7 @@ class RuntimeBuilder:
             _pip("download", "-q", "--only-binary=:all:", *tags, "--python-version",
                  python_version, "--implementation", "cp", "-d", str(tmp), str(wheel),
                  "pip")  # pip itself too, so the venv's pip can be as new as the wheels need
-        except BuildError:
+        except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         for own in tmp.glob("soulgraph-*.whl"):
@@ -166,6 +171,8 @@ class RuntimeBuilder:
         """The folder shipped to `releases/<sha>/wheels/`: the runtime wheel and its deps."""
         key = platform_key(platform, arch, python_version)
         with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:  # hosts of one platform wait for its build, never for another platform's
             if key in self._wheelhouses:
                 return self._wheelhouses[key]
             folder = self.cache / "wheelhouses" / self.sha / key

@@ -94,6 +94,9 @@ def _run_update(hosts, ref, *, roles, hermes, yes, check, diff, forks, repo, tit
         builder.runtime_wheel()  # fail fast, once, before any host is touched
     except BuildError as exc:
         _fail(f"cannot build the runtime at {sha[:12]}: {exc}")
+    except KeyboardInterrupt:
+        click.echo("Interrupted while building the runtime; no host was touched.", err=True)
+        sys.exit(130)
     progress = Progress(show_diff=diff)
     work = lambda host, should_stop: update_host(
         host, sha=sha, builder=builder, roles=loaded, check=check, show_diff=diff,
@@ -180,15 +183,16 @@ def bootstrap(hermes, restart_gateway, yes, check, diff, limit, forks, inventory
 
 
 @fleet.command()
-@click.argument("target", default="all")
+@click.argument("targets", nargs=-1)
 @click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY")
 @click.option("--limit", "-l", metavar="PATTERN")
 @click.option("--forks", "-f", default=10, type=click.IntRange(1, 200))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per host.")
-def status(target, inventory_path, limit, forks, as_json):
-    """Read-only: each host's deployed sha, Hermes soul entry, gateway state and soul commit."""
+def status(targets, inventory_path, limit, forks, as_json):
+    """Read-only: each host's deployed sha, Hermes soul entry, gateway state and soul commit.
+    TARGETS: hosts or groups (several allowed; default all)."""
     from fleet.status import host_status
-    hosts = _select(inventory_path, target, limit)
+    hosts = _select(inventory_path, ",".join(targets) or "all", limit)
     with ThreadPoolExecutor(max_workers=forks) as pool:
         reports = list(pool.map(host_status, hosts))
     for r in reports:
@@ -204,7 +208,7 @@ def status(target, inventory_path, limit, forks, as_json):
 
 
 @fleet.command()
-@click.argument("target", default="all")
+@click.argument("targets", nargs=-1)
 @click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY")
 @click.option("--limit", "-l", metavar="PATTERN")
 @click.option("--hermes", is_flag=True, help="Also check that the gateway is active.")
@@ -212,11 +216,11 @@ def status(target, inventory_path, limit, forks, as_json):
 @click.option("--soul", metavar="REPO[@REF]", help="Also check that every host imported this layered soul commit.")
 @click.option("--soul-known-hosts", metavar="FILE", help="known_hosts for an SSH soul remote.")
 @click.option("--soul-key", metavar="FILE", help="SSH key for the soul remote.")
-def verify(target, inventory_path, limit, hermes, ref, soul, soul_known_hosts, soul_key):
-    """Check each host with pytest-testinfra (fleet.verify). Exit: 0 all passed, 2 a check
-    failed, 4 a host unreachable or its key refused."""
+def verify(targets, inventory_path, limit, hermes, ref, soul, soul_known_hosts, soul_key):
+    """Check each host with pytest-testinfra (fleet.verify); TARGETS: hosts or groups (default
+    all). Exit: 0 all passed, 2 a check failed, 4 a host unreachable or its key refused."""
     from fleet.verify import VerifyTarget, run_verify
-    hosts = _select(inventory_path, target, limit)
+    hosts = _select(inventory_path, ",".join(targets) or "all", limit)
     try:
         sha = resolve_sha(ref) if ref else None
     except BuildError as exc:

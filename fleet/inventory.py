@@ -18,6 +18,7 @@ connection; it needs no inventory at all.
 from __future__ import annotations
 
 import fnmatch
+import re
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,14 +117,26 @@ class Inventory:
         if not chosen:
             raise InventoryError(f"target {target!r} names no hosts")
         if limit:
-            patterns = [p.strip() for p in limit.split(",") if p.strip()]
-            chosen = {n: h for n, h in chosen.items()
-                      if any(fnmatch.fnmatchcase(n, p) or any(fnmatch.fnmatchcase(g, p)
-                                                                  for g in h.groups)
-                             for p in patterns)}
+            chosen = {n: h for n, h in chosen.items() if limit_allows(limit, h)}
             if not chosen:
                 raise InventoryError(f"--limit {limit!r} leaves no hosts of {target!r}")
         return list(chosen.values())
+
+
+def limit_allows(limit: str, host: Host) -> bool:
+    """`--limit`, as Ansible reads it: patterns separated by `:` or `,` (fnmatch on host and group
+    names); `!pattern` leaves those out, `&pattern` keeps only those also matching it. With only
+    exclusions, everything else is allowed (`--limit '!h03'`)."""
+    def matches(pattern: str) -> bool:
+        return fnmatch.fnmatchcase(host.name, pattern) or any(fnmatch.fnmatchcase(g, pattern) for g in host.groups)
+
+    parts = [p.strip() for p in re.split(r"[:,]", limit) if p.strip()]
+    plain = [p for p in parts if p[0] not in "!&"]
+    if plain and not any(matches(p) for p in plain):
+        return False
+    if any(matches(p[1:]) for p in parts if p.startswith("!")):
+        return False
+    return all(matches(p[1:]) for p in parts if p.startswith("&"))
 
 
 def empty() -> Inventory:

@@ -122,6 +122,26 @@ def load_role(name: str, roles_dir: Path = ROLES_DIR) -> Role:
                             _read_yaml(folder / "handlers.yaml", [])))
 
 
+def false_clause(expression: str, variables: dict[str, Any]) -> str:
+    """Of `a and b and c` (split at the top level, outside brackets), the first part that is
+    false: what a skipped task's line names. The whole expression when it is no conjunction."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(expression):
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if depth == 0 and expression.startswith(" and ", i):
+            parts.append(expression[start:i])
+            start = i + 5
+    parts.append(expression[start:])
+    for part in parts:
+        try:
+            if not evaluate_expression(part.strip(), variables):
+                return part.strip()
+        except Exception:
+            return expression
+    return expression
+
+
 @dataclass
 class TaskReport:
     role: str
@@ -188,7 +208,7 @@ class Play:
     def run_task(self, role: Role, task: Task) -> TaskReport:
         try:
             if task.when is not None and not evaluate_expression(str(task.when), self.ctx.vars):
-                outcome = Outcome(SKIPPED, f"when: {task.when}")
+                outcome = Outcome(SKIPPED, f"when: {false_clause(str(task.when), self.ctx.vars)} is false")
             else:
                 args = render(task.args, self.ctx.vars)
                 if task.kind == "template":

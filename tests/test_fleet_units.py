@@ -153,9 +153,9 @@ def test_launchctl_and_systemctl_argv():
         ["launchctl", "kickstart", "-k", "user/501/ai.hermes.gateway"]]
     assert restart_argvs("linux", 1000, "hermes-gateway.service", "x") == [
         ["systemctl", "--user", "restart", "hermes-gateway.service"]]
-    assert restart_command("macos", 501, "u", "ai.hermes.gateway") == (
-        "launchctl kickstart -k gui/501/ai.hermes.gateway || "
-        "launchctl kickstart -k user/501/ai.hermes.gateway")
+    assert restart_command("macos", 501, "u", "ai.hermes.gateway") == (  # and says which domain took it
+        "{ launchctl kickstart -k gui/501/ai.hermes.gateway && echo gui/501; } || "
+        "{ launchctl kickstart -k user/501/ai.hermes.gateway && echo user/501; }")
     assert restart_command("linux", 1, "u", "l", override="s6-svc -r /run/s6/hermes") == \
         "s6-svc -r /run/s6/hermes"
 
@@ -419,3 +419,25 @@ def test_the_hermes_home_and_gateway_names_follow_the_active_profile():
     other = resolve("/srv/agent", "/home/u", None)
     assert other.unit == f"hermes-gateway-{hashlib.sha256(b'/srv/agent').hexdigest()[:8]}.service"
     assert resolve("/home/u/.hermes", "/home/u", "../etc").home == "/home/u/.hermes"  # not a profile name
+
+
+def test_a_skipped_task_names_the_condition_that_was_false(tmp_path):
+    role = _role(tmp_path, [{"name": "t", "command": {"cmd": "true"},
+                             "when": "restart_gateway and (force or runtime != sha) and hermes_config_exists"}])
+    reports = Play([role], Context(LocalConnection(), vars={
+        "restart_gateway": True, "force": False, "runtime": "a", "sha": "a", "hermes_config_exists": True})).run()
+    assert reports[0].outcome.message == "when: (force or runtime != sha) is false"
+
+
+def test_limit_reads_ansibles_syntax():
+    from fleet.inventory import Host, limit_allows
+
+    h03 = Host("h03", groups=["workers", "all"])
+    h04 = Host("h04", groups=["workers", "all"])
+    hub = Host("hub", groups=["macs", "all"])
+    chosen = lambda limit: [h.name for h in (h03, h04, hub) if limit_allows(limit, h)]
+    assert chosen("workers:!h03") == ["h04"]
+    assert chosen("workers,hub") == ["h03", "h04", "hub"]
+    assert chosen("all:&macs") == ["hub"]
+    assert chosen("!h0*") == ["hub"]
+    assert chosen("h0[34]") == ["h03", "h04"]

@@ -377,3 +377,20 @@ def test_an_inventory_with_an_unknown_toolset_is_refused_before_any_host_is_touc
         load(inventory)
     inventory.write_text("all:\n  vars:\n    soul_toolsets: graph,memory\n  hosts:\n    w1:\n      address: 127.0.0.9\n")
     assert load(inventory).hosts["w1"].vars["soul_toolsets"] == "graph,memory"
+
+
+def test_only_the_newest_config_backups_are_kept(home, capsys):
+    """Issue 14: one backup per changing install used to pile up for ever."""
+    import os as _os
+    from soulgraph.hermes.install import KEEP_BACKUPS
+    for i in range(KEEP_BACKUPS + 3):
+        old = home / f"config.yaml.bak-soulgraph-2026010{i}T000000Z"
+        old.write_text("old\n")
+        _os.utime(old, (1_700_000_000 + i, 1_700_000_000 + i))
+    mine = home / "config.yaml.bak-something-else"
+    mine.write_text("the user's\n")
+    code, report, _ = run_main(["--hermes-home", str(home), "--python", "/p"], capsys)
+    assert code == 0 and report["backup"]
+    left = sorted(p.name for p in home.glob("config.yaml.bak-soulgraph-*"))
+    assert len(left) == KEEP_BACKUPS and Path(report["backup"]).name in left
+    assert "config.yaml.bak-soulgraph-20260100T000000Z" not in left and mine.exists()

@@ -35,6 +35,9 @@ def restart_command(platform: str, uid: int | str, unit: str, label: str,
                     override: str | None = None) -> str:
     if override:
         return override
+    if platform == "macos":  # say which launchd domain took it
+        return " || ".join(f"{{ {shlex.join(argv)} && echo {shlex.quote(argv[-1].rsplit('/', 1)[0])}; }}"
+                           for argv in restart_argvs(platform, uid, unit, label))
     tries = " || ".join(shlex.join(argv) for argv in restart_argvs(platform, uid, unit, label))
     if platform == "macos":
         return tries
@@ -58,4 +61,6 @@ def service(ctx: Context, unit: str, label: str, state: str = "restarted",
         noted = ctx.run(f"printf '%s\\n' {q(runtime)} > {sh_path(record)}.tmp && mv {sh_path(record)}.tmp {sh_path(record)}")
         if not noted.ok:
             return failed_result(noted, f"noting the restart in {record}")
-    return Outcome(CHANGED, f"restarted: {cmd}")
+    domain = result.stdout.strip().splitlines()[-1] if platform == "macos" and not restart_command_override \
+        and result.stdout.strip() else ""
+    return Outcome(CHANGED, f"restarted in launchd's {domain} domain" if domain else f"restarted: {cmd}")

@@ -213,7 +213,18 @@ def _backup(path: Path) -> Path:
         n += 1
         backup = path.with_name(f"{path.name}.bak-soulgraph-{stamp}-{n}")
     shutil.copy2(path, backup)  # keeps the mode: the copy is as private as the original
+    _prune_backups(path)
     return backup
+
+
+KEEP_BACKUPS = 5  # our config.yaml backups kept (one per changing install; .soulgraph/ keeps the first)
+
+
+def _prune_backups(path: Path) -> None:
+    """Only the newest KEEP_BACKUPS of our own backups stay (a deploy per week made one each)."""
+    ours = sorted(path.parent.glob(f"{path.name}.bak-soulgraph-*"), key=lambda p: (p.stat().st_mtime, p.name))
+    for old in ours[:-KEEP_BACKUPS]:
+        old.unlink(missing_ok=True)
 
 
 # ------------------------------------------------------------------ 2. the seed
