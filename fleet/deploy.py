@@ -42,6 +42,7 @@ class HostResult:
                                                             SKIPPED: 0})
     sha: str | None = None  # the release `current` points at afterwards
     soul: str | None = None  # the layered soul commit imported (with --soul)
+    problems: list[str] = field(default_factory=list)  # what the operator must fix, the host not failed
     seconds: float = 0.0
     message: str = ""
     reports: list[TaskReport] = field(default_factory=list)
@@ -133,6 +134,8 @@ def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Ro
         result.reports = play.reports
         for report in play.reports:
             result.counts[report.outcome.status] += 1
+            if report.outcome.data.get("problem"):
+                result.problems.append(f"{report.role} | {report.task}: {report.outcome.data['problem']}")
         switched = [r for r in play.reports if r.role == "switch" and r.task.startswith("switch")]
         if not check and switched and switched[0].outcome.status in (OK, CHANGED):
             result.sha = sha

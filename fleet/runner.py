@@ -161,4 +161,5 @@ def recap(results: list[HostResult], soul: bool = False) -> str:
         lines.append("  ".join(cells).rstrip())
     problems = [f"  {r.host}: {r.status}: {r.message}" for r in results
                 if r.status in (FAILED, UNREACHABLE, INTERRUPTED) and r.message]
+    problems += [f"  {r.host}: problem: {p}" for r in results for p in r.problems]
     return "\n".join(lines + (["", "Problems:", *problems] if problems else []))

@@ -8,6 +8,7 @@ pays for the build.
 from __future__ import annotations
 
 import json
+import os
 import pwd
 import time
 
@@ -35,6 +36,18 @@ def fleet_lab(_ssh_lab_session, tmp_path_factory):
     repo = clone_repo(root / "repo")
     yield lab, inventory, repo
     lab.heal()
+
+
+def install_fake_hermes(host, python) -> None:
+    """A Hermes install bootstrap can find: its venv's python (the host's own Python stands in)."""
+    python.parent.mkdir(parents=True, exist_ok=True)
+    if not python.is_symlink():
+        python.symlink_to("/usr/bin/python3")
+    owner = pwd.getpwnam(host.user)
+    for path in [python, *python.parents]:
+        if path == host.home:
+            break
+        os.lchown(path, owner.pw_uid, owner.pw_gid)
 
 
 def current_sha(host) -> str | None:
@@ -211,6 +224,7 @@ def test_macos_command_sequence_with_stand_ins(fleet_lab, tmp_path):
     })
     # The Hermes entry must change for the gateway to be restarted: drop it.
     (host.home / ".hermes" / "config.yaml").write_text(MINIMAL_CONFIG)
+    install_fake_hermes(host, host.home / ".hermes" / "hermes-agent" / "venv" / "bin" / "python")
     inv = lab.write_inventory(tmp_path / "inv.yml")  # no restart override: the real launchctl path
     code, out = run_fleet("bootstrap", "--yes", "--hermes", "--repo", str(repo), "--sha", sha,
                           "-i", str(inv), host.name)

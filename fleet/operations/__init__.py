@@ -1,7 +1,7 @@
 """Task kinds, one small module each. Importing this package registers them all."""
 
-from fleet.operations import (command, directory, files, link, module, prune, service,  # noqa: F401
-                              soul_import, venv)
+from fleet.operations import (command, directory, files, hermes_install, link, module, prune,  # noqa: F401
+                              service, soul_import, venv)
 from fleet.operations.base import (CHANGED, FAILED, OK, SKIPPED, REGISTRY, Context, Outcome,
                                    OperationError)
 

@@ -2,8 +2,10 @@
 
 `creates: PATH` — the command's job is done when PATH exists (then it is not run: ok).
 `changed_when` — true/false, or a Jinja2 expression over `rc`, `stdout`, `stderr`
-(e.g. "'updated' in stdout"); default true. In check mode a command is not run: it reports
-what it would do (or ok, when `creates` already exists).
+(e.g. "'updated' in stdout"); default true. `problem_when` (an expression like changed_when)
+with `problem` (a sentence): the command worked, but what it found is something the operator
+must fix; the host is not failed, and the recap lists the problem. In check mode a command is
+not run: it reports what it would do (or ok, when `creates` already exists).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ def evaluate(expression, variables: dict) -> bool:
 
 @operation("command")
 def command(ctx: Context, cmd: str, creates: str | None = None, changed_when=True,
-            timeout: float | None = None) -> Outcome:
+            timeout: float | None = None, problem_when=False, problem: str = "") -> Outcome:
     if creates:
         if ctx.run(f"test -e {sh_path(creates)}").ok:
             return Outcome(OK, f"{creates} exists")
@@ -31,6 +33,10 @@ def command(ctx: Context, cmd: str, creates: str | None = None, changed_when=Tru
     result = ctx.run(cmd, timeout=timeout or ctx.timeout)
     if not result.ok:
         return failed_result(result, cmd)
-    changed = evaluate(changed_when, {**ctx.vars, "rc": result.rc, "stdout": result.stdout,
-                                      "stderr": result.stderr})
-    return Outcome(CHANGED if changed else OK, result.stdout.strip()[-500:])
+    seen = {**ctx.vars, "rc": result.rc, "stdout": result.stdout, "stderr": result.stderr}
+    outcome = Outcome(CHANGED if evaluate(changed_when, seen) else OK, result.stdout.strip()[-500:],
+                      data={"stdout": result.stdout})
+    if problem_when is not False and evaluate(problem_when, seen):
+        outcome.message = problem or result.stdout.strip()[-500:]
+        outcome.data["problem"] = outcome.message
+    return outcome

@@ -189,6 +189,22 @@ def test_gateway_active(host, layout, target):
 
 
 @pytest.mark.hermes
+def test_lingering(host, target):
+    """Linux: the gateway's user lingers (its user manager runs without a login), else the
+    gateway stops at logout and does not start at boot."""
+    if (target.gateway or {}).get("gateway_restart_command"):
+        pytest.skip("the host restarts its gateway its own way")
+    if host.run("uname -s").stdout.strip() == "Darwin":
+        pytest.skip("launchd agents need no lingering")
+    user = host.run("id -un").stdout.strip()
+    shown = host.run("loginctl show-user %s -p Linger", user)
+    if shown.rc != 0 or "Linger=" not in shown.stdout:
+        pytest.skip(f"loginctl cannot tell: {_last_line(shown.stderr or shown.stdout)}")
+    assert "Linger=yes" in shown.stdout, \
+        f"lingering is off for {user}: the gateway stops at logout and does not start at boot (as root: loginctl enable-linger {user})"
+
+
+@pytest.mark.hermes
 def test_hermes_client_sees_soul(host, layout):
     """Hermes' own client on the host (`hermes mcp test soul`, as seed 000 does), when there."""
     if host.run("command -v hermes").rc != 0:
