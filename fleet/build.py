@@ -58,8 +58,11 @@ def _git(repo: Path, *args: str, binary: bool = False):
 def resolve_sha(ref: str = "HEAD", repo: Path = REPO) -> str:
     """The full commit sha for a ref in the repository; BuildError when it names no commit."""
     repo = Path(repo)
-    if not repo.is_dir() or subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-inside-work-tree"],
-                                           capture_output=True, timeout=GIT_TIMEOUT).returncode != 0:
+    try:
+        inside = repo.is_dir() and _git(repo, "rev-parse", "--is-inside-work-tree") == "true"
+    except BuildError:
+        inside = False
+    if not inside:
         raise BuildError(f"{repo} is not a git repository: the runtime is built from a commit of the soulfleet "
                          "repository, so run from a checkout of it or pass --repo PATH")
     try:

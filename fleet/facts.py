@@ -118,7 +118,9 @@ class ActiveProfile(Fact):
     name = "active_profile"
 
     def command(self, hvars):
-        return f"head -n 1 {sh_path(hvars['hermes_home'])}/active_profile 2>/dev/null || true"
+        from fleet.hermes_names import profile_command
+
+        return profile_command(sh_path(hvars["hermes_home"]))
 
 
 class GatewayRuntime(Fact):

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-import re
-import shlex
 from dataclasses import dataclass
 
-PROFILE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-MARK = "::soulfleet-profile::"
+from soulgraph.hermes.home import PROFILE_NAME  # the installer's own rule for profile names
 
 
 @dataclass(frozen=True)
@@ -54,6 +51,3 @@ def resolve(hermes_home: str, user_home: str, active_profile: str | None) -> Her
     return HermesNames(home, profile or None, f"hermes-gateway{'-' + suffix if suffix else ''}.service",
                        f"ai.hermes.gateway{'-' + suffix if suffix else ''}")
 
-
-def quote(path: str) -> str:
-    return shlex.quote(path)

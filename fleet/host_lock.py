@@ -21,9 +21,8 @@ import time
 from fleet.connections import Connection
 from fleet.facts import sh_path
 
-HELD_EXIT = 75  # EX_TEMPFAIL: someone else holds it
-
-# Reads the owner text on stdin's first line, then holds the lock until stdin closes.
+# argv: the lock file and the owner text. Prints LOCKED (and holds the lock until its stdin
+# closes) or HELD <the holder's owner text> (exit 75, EX_TEMPFAIL).
 LOCK_SCRIPT = r"""
 import fcntl, os, sys
 path, owner = sys.argv[1], sys.argv[2]

@@ -4,7 +4,6 @@ soul commit imported). Read-only."""
 from __future__ import annotations
 
 import json
-import shlex
 import time
 from typing import Any
 
@@ -14,7 +13,7 @@ from fleet.connections import HostConnectionError
 from fleet.facts import expand_home, gather, sh_path
 from fleet.inventory import Host
 from fleet import hermes_names
-from fleet.operations.service import status_argv
+from fleet.operations.service import status_command
 
 MARK = "::soulfleet-status::"
 SOUL_MARK = "::soulfleet-soul::"
@@ -30,7 +29,7 @@ def host_status(host: Host) -> dict[str, Any]:
         names = hermes_names.resolve(expand_home(str(host.vars["hermes_home"]), facts["home"]), facts["home"],
                                      facts.get("active_profile"))
         hermes_home = names.home  # the home the agent runs from (its active profile's)
-        gateway = gateway_status_command(host.vars, facts["platform"], facts["uid"],
+        gateway = status_command(host.vars, facts["platform"], facts["uid"],
                                          host.vars.get("gateway_unit") or names.unit,
                                          host.vars.get("gateway_label") or names.label)
         probe = f"{{ {gateway}; }} >/dev/null 2>&1 && echo active || echo inactive" if gateway else \
@@ -57,21 +56,6 @@ def host_status(host: Host) -> dict[str, Any]:
         conn.close()
     report["seconds"] = round(time.monotonic() - started, 2)
     return report
-
-
-def gateway_status_command(hvars: dict[str, Any], platform: str, uid: Any, unit: str, label: str) -> str | None:
-    """The shell command that exits 0 when the gateway runs: the inventory's
-    gateway_status_command, else systemd/launchd's, unless the host restarts its gateway its own
-    way (gateway_restart_command without a status command: None, we cannot tell)."""
-    if hvars.get("gateway_status_command"):
-        return str(hvars["gateway_status_command"])
-    if hvars.get("gateway_restart_command"):
-        return None
-    argv = status_argv(platform, uid, unit, label)
-    if platform == "macos":
-        return shlex.join(argv)
-    # Over SSH XDG_RUNTIME_DIR may be unset; systemctl --user needs it to find the user's bus.
-    return 'XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/$(id -u)}" ' + shlex.join(argv)
 
 
 def _soul(text: str) -> dict[str, Any]:

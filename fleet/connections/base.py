@@ -130,11 +130,11 @@ class Connection(abc.ABC):
 
 
 class Held:
-    """A command started by `Connection.hold`: its first output line (and the exit status,
-    when it already ended), and how to end it (closing its stdin)."""
+    """A command started by `Connection.hold`: its first output line, and how to end it
+    (closing its stdin)."""
 
-    def __init__(self, first_line: str, rc: int | None, release):
-        self.first_line, self.rc, self._release = first_line, rc, release
+    def __init__(self, first_line: str, release):
+        self.first_line, self._release = first_line, release
 
     def release(self) -> None:
         release, self._release = self._release, None

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import tempfile
-from pathlib import Path
-
 import select
+import tempfile
 import time
+from pathlib import Path
 
 from .base import CommandTimeout, Connection, Held, Result, decode
 
@@ -84,10 +83,7 @@ class LocalConnection(Connection):
                 proc.wait()
             proc.stdout.close()
 
-        rc = proc.poll()
-        if rc is not None:
-            proc.wait()
-        return Held(decode(line).strip(), rc, release)
+        return Held(decode(line).strip(), release)
 
     def close(self) -> None:
         pass

@@ -271,8 +271,6 @@ class SSHConnection(Connection):
         except (paramiko.SSHException, EOFError, OSError) as e:
             chan.close()
             raise HostUnreachable(self.host, self.address, self.port, f"connection lost while running: {command}: {e}") from None
-        rc = chan.recv_exit_status() if chan.exit_status_ready() else None
-
         def release() -> None:
             try:
                 chan.shutdown_write()  # stdin closed: the held command ends
@@ -281,7 +279,7 @@ class SSHConnection(Connection):
                 pass
             chan.close()
 
-        return Held(decode(line).strip(), rc, release)
+        return Held(decode(line).strip(), release)
 
     def _probe(self, command: str) -> None:
         """Is the host still there? A global request that wants a reply, waited for in a

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import shlex
 
-from fleet.facts import sh_path
-from fleet.operations.base import CHANGED, Context, Outcome, failed_result, operation, q
+from fleet.operations.base import CHANGED, Context, Outcome, failed_result, operation
+
+
+# Over SSH XDG_RUNTIME_DIR may be unset; systemctl --user needs it to find the user's bus.
+XDG_RUNTIME = 'XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/$(id -u)}" '
 
 
 def restart_argvs(platform: str, uid: int | str, unit: str, label: str) -> list[list[str]]:
@@ -41,7 +44,19 @@ def restart_command(platform: str, uid: int | str, unit: str, label: str,
     tries = " || ".join(shlex.join(argv) for argv in restart_argvs(platform, uid, unit, label))
     if platform == "macos":
         return tries
-    return 'XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/$(id -u)}" ' + tries
+    return XDG_RUNTIME + tries
+
+
+def status_command(hvars: dict, platform: str, uid: int | str, unit: str, label: str) -> str | None:
+    """The shell command that exits 0 when the gateway runs: the inventory's
+    gateway_status_command, else systemd/launchd's, unless the host restarts its gateway its own
+    way (gateway_restart_command without a status command: None, we cannot tell)."""
+    if hvars.get("gateway_status_command"):
+        return str(hvars["gateway_status_command"])
+    if hvars.get("gateway_restart_command"):
+        return None
+    argv = status_argv(platform, uid, unit, label)
+    return shlex.join(argv) if platform == "macos" else XDG_RUNTIME + shlex.join(argv)
 
 
 @operation("service")
@@ -58,9 +73,7 @@ def service(ctx: Context, unit: str, label: str, state: str = "restarted",
     if not result.ok:
         return failed_result(result, f"restart ({cmd})")
     if record and runtime:
-        noted = ctx.run(f"printf '%s\\n' {q(runtime)} > {sh_path(record)}.tmp && mv {sh_path(record)}.tmp {sh_path(record)}")
-        if not noted.ok:
-            return failed_result(noted, f"noting the restart in {record}")
+        ctx.conn.put(f"{runtime}\n".encode(), record)  # the connection's atomic write
     domain = result.stdout.strip().splitlines()[-1] if platform == "macos" and not restart_command_override \
         and result.stdout.strip() else ""
     return Outcome(CHANGED, f"restarted in launchd's {domain} domain" if domain else f"restarted: {cmd}")

@@ -167,7 +167,7 @@ def test_layered_soul(host, layout, verify_settings):
 def test_gateway_active(host, layout, target):
     """The gateway of the home the agent runs from (a profile's has its own unit/label), checked
     with the inventory's gateway_status_command when the host restarts it its own way."""
-    from fleet.status import gateway_status_command
+    from fleet.operations.service import status_command
 
     system = host.run("uname -s").stdout.strip()
     gateway = target.gateway or {}
@@ -180,7 +180,7 @@ def test_gateway_active(host, layout, target):
         assert shown.rc == 0, f"launchd knows no {layout.gateway_label} in gui/{uid} or user/{uid}"
         assert "state = running" in shown.stdout, f"{layout.gateway_label} is loaded but not running"
         return
-    command = gateway_status_command(gateway, "linux", "", layout.gateway_unit, layout.gateway_label)
+    command = status_command(gateway, "linux", "", layout.gateway_unit, layout.gateway_label)
     if command is None:
         pytest.skip("gateway_restart_command is set without gateway_status_command: the state cannot be read")
     state = host.run(command)

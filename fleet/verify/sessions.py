@@ -14,6 +14,7 @@ from testinfra.backend.base import CommandResult
 from testinfra.host import Host
 
 from fleet.facts import sh_path
+from fleet.hermes_names import profile_command
 
 from .backend import host_for
 from .target import HostLayout, VerifyTarget
@@ -34,8 +35,7 @@ class HostSession:
         """Connect and learn the layout, then run the self-check (in a worker thread)."""
         try:
             # The first command connects; it also reads Hermes' active_profile (one round trip).
-            found = self.host.run(f'printf "%s\\n" "$HOME"; head -n 1 {sh_path(self.target.hermes_home)}/active_profile '
-                                  "2>/dev/null || true")
+            found = self.host.run(f'printf "%s\\n" "$HOME"; {profile_command(sh_path(self.target.hermes_home))}')
             home, _, profile = found.stdout.partition("\n")
             if found.rc != 0 or not home.startswith("/"):
                 raise RuntimeError(f"{self.target.name}: cannot read $HOME: {found.stderr.strip()}")

@@ -325,9 +325,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         `discard=true` drops it instead. soul_summary lists the open hypotheses."""
         if discard:
             node = tools.change(lambda graph: graph.discard(node_id))
-            return {"id": node.id, "content": node.content, "tags": node.tags, "pinned": False, "access_count": 0,
-                    "created_at": _iso(node.created_at), "last_accessed": _iso(node.last_accessed),
-                    "parents": [], "children": [], "status": "discarded"}
+            return tools.view(node, status="discarded")
         node = tools.change(lambda graph: graph.promote(node_id))
         return tools.view(node)
 
