@@ -212,17 +212,19 @@ def table(timings: list[Timing]) -> str:
     return "\n".join(lines)
 
 
-def machine() -> str:
+def machine_line(ansible: bool = True) -> str:
     cpus = os.cpu_count()
     model = ""
     try:
         model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    ansible = subprocess.run([str(BIN / "ansible-playbook"), "--version"], capture_output=True,
+    line = f"{platform.platform()}, {cpus} CPUs ({model}), Python {platform.python_version()}"
+    if not ansible:
+        return line
+    version = subprocess.run([str(BIN / "ansible-playbook"), "--version"], capture_output=True,
                              text=True).stdout.splitlines()[:1]
-    return (f"{platform.platform()}, {cpus} CPUs ({model}), Python {platform.python_version()}, "
-            f"{ansible[0] if ansible else 'ansible-playbook missing'}")
+    return f"{line}, {version[0] if version else 'ansible-playbook missing'}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,10 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     for n in [int(s) for s in args.sizes.split(",")]:
         timings += bench_size(n, tools, sha, archive, args.forks, args.logs, args.repeat)
     print()
-    print(f"machine: {machine()}")
+    print(f"machine: {machine_line()}")
     print(table(timings))
     if args.json:
-        args.json.write_text(json.dumps({"sha": sha, "machine": machine(),
+        args.json.write_text(json.dumps({"sha": sha, "machine": machine_line(),
                                          "timings": [asdict(t) for t in timings]}, indent=2))
     return 0 if all(t.rc == 0 for t in timings) else 1
 

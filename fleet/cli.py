@@ -216,7 +216,9 @@ def status(targets, inventory_path, limit, forks, as_json):
 @click.option("--soul", metavar="REPO[@REF]", help="Also check that every host imported this layered soul commit.")
 @click.option("--soul-known-hosts", metavar="FILE", help="known_hosts for an SSH soul remote.")
 @click.option("--soul-key", metavar="FILE", help="SSH key for the soul remote.")
-def verify(targets, inventory_path, limit, hermes, ref, soul, soul_known_hosts, soul_key):
+@click.option("--forks", "-f", default=10, show_default=True, type=click.IntRange(1, 200),
+              help="Hosts checked at once.")
+def verify(targets, inventory_path, limit, hermes, ref, soul, soul_known_hosts, soul_key, forks):
     """Check each host with pytest-testinfra (fleet.verify); TARGETS: hosts or groups (default
     all). Exit: 0 all passed, 2 a check failed, 4 a host unreachable or its key refused."""
     from fleet.verify import VerifyTarget, run_verify
@@ -229,4 +231,5 @@ def verify(targets, inventory_path, limit, hermes, ref, soul, soul_known_hosts, 
     if tree:
         tree.close()
     sys.exit(run_verify([VerifyTarget.from_inventory(h) for h in hosts], hermes=hermes, sha=sha,
-                        soul=tree.commit if tree else None, soul_origin=tree.spec.origin if tree else None))
+                        soul=tree.commit if tree else None, soul_origin=tree.spec.origin if tree else None,
+                        forks=forks))

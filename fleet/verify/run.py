@@ -14,7 +14,7 @@ import pytest
 from fleet.connections.base import AuthenticationFailed, HostConnectionError, HostKeyRejected
 
 from .report import FAIL, OK, SKIP, VerifyReport
-from .sessions import HostSessions
+from .sessions import DEFAULT_FORKS, HostSessions
 from .target import VerifyTarget
 
 CHECKS_MODULE = Path(__file__).with_name("host_checks.py")
@@ -34,10 +34,10 @@ class VerifySettings:
 class VerifyPlugin:
     """Feeds the targets to pytest and turns its reports into a VerifyReport."""
 
-    def __init__(self, targets: list[VerifyTarget], settings: VerifySettings):
+    def __init__(self, targets: list[VerifyTarget], settings: VerifySettings, forks: int = DEFAULT_FORKS):
         self.targets = targets
         self.settings = settings
-        self.sessions = HostSessions(targets)
+        self.sessions = HostSessions(targets, forks)
         self.report = VerifyReport([t.name for t in targets])
         self.problems: list[str] = []  # pytest-level trouble: collection errors and the like
         self._where: dict[str, tuple[str, str]] = {}  # nodeid -> (host, check)
@@ -116,7 +116,8 @@ def _reason(excinfo, report) -> str:
 
 
 def run_verify(hosts: list[VerifyTarget], *, hermes: bool, sha: str | None = None,
-               soul: str | None = None, soul_origin: str | None = None, out: TextIO | None = None) -> int:
+               soul: str | None = None, soul_origin: str | None = None, out: TextIO | None = None,
+               forks: int = DEFAULT_FORKS) -> int:
     """Check every host; print a host × check summary to `out` (default: sys.stdout as it is at
     the call, not at import, so a CLI runner's captured stdout is honoured).
 
@@ -130,7 +131,8 @@ def run_verify(hosts: list[VerifyTarget], *, hermes: bool, sha: str | None = Non
     if not hosts:
         out.write("verify: no hosts\n")
         return EXIT_OK
-    plugin = VerifyPlugin(list(hosts), VerifySettings(hermes=hermes, sha=sha, soul=soul, soul_origin=soul_origin))
+    plugin = VerifyPlugin(list(hosts), VerifySettings(hermes=hermes, sha=sha, soul=soul, soul_origin=soul_origin),
+                          forks)
     args = [
         str(CHECKS_MODULE),
         "-c", os.devnull,  # not the project's pytest settings (addopts, testpaths)

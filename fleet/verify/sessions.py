@@ -19,7 +19,7 @@ from fleet.hermes_names import profile_command
 from .backend import host_for
 from .target import HostLayout, VerifyTarget
 
-MAX_WORKERS = 8
+DEFAULT_FORKS = 10  # hosts worked on at once, as fleet-update's --forks
 
 
 class HostSession:
@@ -57,9 +57,9 @@ class HostSession:
 
 
 class HostSessions:
-    def __init__(self, targets: list[VerifyTarget], max_workers: int = MAX_WORKERS):
+    def __init__(self, targets: list[VerifyTarget], forks: int = DEFAULT_FORKS):
         self.by_name = {t.name: HostSession(t) for t in targets}
-        self._pool = ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(targets))),
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(forks, len(targets))),
                                         thread_name_prefix="verify")
         self._started = False
 
