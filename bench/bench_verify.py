@@ -4,7 +4,7 @@
     .venv/bin/python bench/bench_verify.py --sizes 5,20 --repeat 5
 
 A real SSH lab comes up (tests/lab.py; root and sshd needed), fleet-update deploys SHA to every
-host (untimed), then `fleet status` (the baseline: one read per host) and `fleet verify --sha SHA`
+host (untimed) on hosts that have a Hermes home, then `fleet status` (the baseline: one read per host) and `fleet verify --sha SHA`
 (every check on every host, the MCP self-check included) each run --repeat times, alternating,
 with the same --forks. The table gives the medians and verify's time over status's.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.bench_fleet import BIN, machine_line, resolve_sha, timed  # noqa: E402
+from bench.bench_fleet import BIN, machine_line, reset_hosts, resolve_sha, timed  # noqa: E402
 from tests.lab import Lab  # noqa: E402
 
 
@@ -30,6 +30,7 @@ def bench_size(n: int, sha: str, forks: int, repeat: int, logs: Path) -> dict[st
     with Lab(n) as lab, tempfile.TemporaryDirectory(prefix="soulfleet-bench-") as tmp:
         inventory = lab.write_inventory(Path(tmp) / "inventory.yml")
         print(f"lab of {n} hosts up in {lab.timings['up']:.1f} s", flush=True)
+        reset_hosts(lab.hosts)  # a Hermes home with its config.yaml on every host
         seconds, rc, _ = timed([str(BIN / "fleet-update"), "--yes", "--forks", str(forks), "-i",
                                 str(inventory), "all", sha], logs / f"verify-bench-deploy-{n}.log")
         if rc != 0:

@@ -37,7 +37,7 @@ class VerifyPlugin:
     def __init__(self, targets: list[VerifyTarget], settings: VerifySettings, forks: int = DEFAULT_FORKS):
         self.targets = targets
         self.settings = settings
-        self.sessions = HostSessions(targets, forks)
+        self.sessions = HostSessions(targets, forks, settings.hermes)
         self.report = VerifyReport([t.name for t in targets])
         self.problems: list[str] = []  # pytest-level trouble: collection errors and the like
         self._where: dict[str, tuple[str, str]] = {}  # nodeid -> (host, check)

@@ -1,64 +1,87 @@
-"""One connection per host, opened for every host at once, with the slow self-check started early.
+"""Every host read at once, before the checks look: connect, one batch of facts, then the
+follow-up commands (probes.py), in a pool of --forks worker threads.
 
-pytest runs checks one after another; on 20 hosts, connecting and starting each host's MCP server
-in turn would dominate the run. So every host is connected and its `soulgraph.check` started in a
-bounded thread pool before the first check, and the checks pick up the results. paramiko runs the
-check on its own channel, so the other checks can use the same connection meanwhile.
+pytest runs the checks one after another; if they talked to the hosts themselves, 20 hosts would
+cost 20 times one host's round trips. Here each host's worker does all of that host's talking,
+and the checks wait only on that host's futures, so the run takes about as long as the slowest
+host. paramiko gives each command its own channel on the host's one connection.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from testinfra.backend.base import CommandResult
 from testinfra.host import Host
 
 from fleet.facts import sh_path
 from fleet.hermes_names import profile_command
 
 from .backend import host_for
+from .probes import HostFacts, Probe, batch_command, fact_commands, followup_commands, new_nonce, parse_batch
 from .target import HostLayout, VerifyTarget
 
 DEFAULT_FORKS = 10  # hosts worked on at once, as fleet-update's --forks
 
 
 class HostSession:
-    """A target's testinfra Host, its connection outcome, layout and self-check result."""
+    """A target's testinfra Host and what was read there, as futures the checks wait on."""
 
-    def __init__(self, target: VerifyTarget):
+    def __init__(self, target: VerifyTarget, hermes: bool = False):
         self.target = target
+        self.hermes = hermes
         self.host: Host = host_for(target)
         self.connected: Future[HostLayout] = Future()
-        self.self_check: Future[CommandResult] = Future()
+        self.facts: Future[HostFacts] = Future()
+        self.followups: Future[dict[str, Future[Probe]]] = Future()  # known once the facts are
+
+    def probe(self, name: str, timeout: float | None = None) -> Probe | None:
+        """A follow-up probe's result (raising what stopped it); None when it did not apply."""
+        pending = self.followups.result(timeout).get(name)
+        return None if pending is None else pending.result(timeout)
 
     def open(self) -> None:
-        """Connect and learn the layout, then run the self-check (in a worker thread)."""
+        """All of this host's reads, in a worker thread; each future gets a result or the error."""
         try:
-            # The first command connects; it also reads Hermes' active_profile (one round trip).
-            found = self.host.run(f'printf "%s\\n" "$HOME"; {profile_command(sh_path(self.target.hermes_home))}')
-            home, _, profile = found.stdout.partition("\n")
-            if found.rc != 0 or not home.startswith("/"):
-                raise RuntimeError(f"{self.target.name}: cannot read $HOME: {found.stderr.strip()}")
-            layout = HostLayout.of(self.target, home, profile.strip() or None)
-        except BaseException as exc:
-            self.connected.set_exception(exc)
-            self.self_check.set_exception(exc)
+            layout = self._layout()
+            self.connected.set_result(layout)
+            commands, nonce = fact_commands(layout), new_nonce()
+            batch = self.host.run(batch_command(commands, nonce))
+            facts = HostFacts(parse_batch(_text(batch.stdout_bytes), nonce, commands), layout)
+            self.facts.set_result(facts)
+            commands = followup_commands(self.target, layout, facts, self.hermes)
+            pending: dict[str, Future[Probe]] = {name: Future() for name in commands}
+            self.followups.set_result(pending)
+        except BaseException as exc:  # every check of the host fails with it (unreachable, ...)
+            for future in (self.connected, self.facts, self.followups):
+                if not future.done():
+                    future.set_exception(exc)
             return
-        self.connected.set_result(layout)
-        try:
-            self.self_check.set_result(self.host.run(
-                "%s -m soulgraph.check --soul-file %s" + " %s" * len(layout.toolset_args),
-                layout.current_python, layout.soul_file, *layout.toolset_args))
-        except BaseException as exc:
-            self.self_check.set_exception(exc)
+        for name, command in commands.items():
+            try:
+                result = self.host.run(command)
+                pending[name].set_result(Probe(result.rc, _text(result.stdout_bytes), _text(result.stderr_bytes)))
+            except BaseException as exc:  # only its own check fails with this (a timeout, say)
+                pending[name].set_exception(exc)
+
+    def _layout(self) -> HostLayout:
+        # The first command connects; it also reads Hermes' active_profile (one round trip).
+        found = self.host.run(f'printf "%s\\n" "$HOME"; {profile_command(sh_path(self.target.hermes_home))}')
+        home, _, profile = found.stdout.partition("\n")
+        if found.rc != 0 or not home.startswith("/"):
+            raise RuntimeError(f"{self.target.name}: cannot read $HOME: {found.stderr.strip()}")
+        return HostLayout.of(self.target, home, profile.strip() or None)
 
     def close(self) -> None:
         self.host.backend.close()
 
 
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
 class HostSessions:
-    def __init__(self, targets: list[VerifyTarget], forks: int = DEFAULT_FORKS):
-        self.by_name = {t.name: HostSession(t) for t in targets}
+    def __init__(self, targets: list[VerifyTarget], forks: int = DEFAULT_FORKS, hermes: bool = False):
+        self.by_name = {t.name: HostSession(t, hermes) for t in targets}
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(forks, len(targets))),
                                         thread_name_prefix="verify")
         self._started = False

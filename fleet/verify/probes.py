@@ -1,0 +1,172 @@
+"""What verification reads on a host, as named shell probes, and their results.
+
+Checks used to ask testinfra one question at a time (`host.file(p).is_file`, `.mode`,
+`.content_string`, `host.run(...)`): about 25 round trips per host, made one after another as
+pytest ran the checks, so 20 hosts took ~30 s where `fleet status` takes ~1.4 s. Now the cheap
+reads of a host are one batch (`fact_commands`, one command, one round trip), gathered for every
+host at once in the session pool (sessions.py); the slow or hang-prone commands (the MCP
+self-check, Hermes' own client, the gateway's service manager) run after it, each on its own
+channel with its own deadline (`followup_commands`), so one that hangs fails its check, not the
+host. The checks (host_checks.py) only read the results.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import secrets
+import shlex
+from dataclasses import dataclass
+
+from .target import HostLayout, VerifyTarget
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One probe's outcome: exit status, output and error output (a batch probe's is dropped)."""
+
+    rc: int
+    out: str
+    err: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+    @property
+    def last_line(self) -> str:
+        """The error output's last line, else the output's: what a failure message quotes."""
+        for text in (self.err, self.out):
+            lines = [line for line in text.strip().splitlines() if line.strip()]
+            if lines:
+                return lines[-1]
+        return "(no output)"
+
+
+def fact_commands(layout: HostLayout) -> dict[str, str]:
+    """The cheap reads every check needs, by name; run together as one batch."""
+    q = shlex.quote
+    soul = q(layout.soul_file)
+    return {
+        "system": "uname -s",
+        "uid": "id -u",
+        "user": "id -un",
+        "current_link": f"readlink -- {q(layout.current)}",
+        "current_is_dir": f"test -d {q(layout.current)}",  # follows the link
+        "imports": f"{q(layout.current_python)} -c 'import soulgraph' 2>&1",
+        "config": f"cat -- {q(layout.config)}",
+        "plugin_init": f"test -f {q(posixpath.join(layout.plugin, '__init__.py'))}",
+        "plugin_settings": f"cat -- {q(posixpath.join(layout.plugin, 'settings.json'))}",
+        # GNU stat, else BSD's (macOS): the permission bits in octal.
+        "soul_mode": f"test -f {soul} && {{ stat -c %a -- {soul} 2>/dev/null || stat -f %Lp {soul}; }}",
+        "skill": f"test -f {q(layout.skill)}",
+        "soul_state": f"cat -- {q(layout.soul_state)}",
+        "hermes_command": "command -v hermes",
+    }
+
+
+def batch_command(commands: dict[str, str], nonce: str) -> str:
+    """One shell command running each probe in turn (stderr dropped unless a probe merges it),
+    framing each output with markers no file content will hold by chance."""
+    parts = []
+    for name, command in commands.items():
+        parts.append(f"printf '%s\\n' '::{nonce}:{name}::'; {{ {command}; }} 2>/dev/null; "
+                     f"printf '\\n::{nonce}:rc:: %s\\n' \"$?\"")
+    return "; ".join(parts)
+
+
+def parse_batch(output: str, nonce: str, names) -> dict[str, Probe]:
+    found = {m.group(1): Probe(int(m.group(3)), m.group(2)) for m in re.finditer(
+        rf"::{nonce}:(\w+)::\n(.*?)\n::{nonce}:rc:: (\d+)\n", output, re.S)}
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise RuntimeError(f"the host's shell did not answer every probe (missing: {', '.join(missing)})")
+    return found
+
+
+def new_nonce() -> str:
+    return "sfv" + secrets.token_hex(6)
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """The batch's results, with the readings checks share."""
+
+    probes: dict[str, Probe]
+    layout: HostLayout
+
+    def __getitem__(self, name: str) -> Probe:
+        return self.probes[name]
+
+    @property
+    def system(self) -> str:
+        return self["system"].out.strip()
+
+    @property
+    def deployed_release(self) -> str | None:
+        """Where `current` points, as an absolute path; None when it is not a symlink."""
+        link = self["current_link"]
+        if not link.ok:
+            return None
+        return posixpath.normpath(posixpath.join(self.layout.runtime_dir, link.out.strip()))
+
+    @property
+    def soul_state(self) -> dict | None:
+        """What `soulrepo import` recorded; None when no layered soul was imported, {} when
+        the file is not a JSON object."""
+        state = self["soul_state"]
+        if not state.ok:
+            return None
+        try:
+            data = json.loads(state.out)
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def imported_skill_files(self) -> list[str]:
+        """The skill files the import wrote, relative to the Hermes home."""
+        skills = (self.soul_state or {}).get("skills")
+        if not isinstance(skills, dict):
+            return []
+        return [posixpath.join(skill, name) for skill, files in skills.items()
+                if isinstance(files, (dict, list)) for name in files]
+
+
+def followup_commands(target: VerifyTarget, layout: HostLayout, facts: HostFacts,
+                      hermes: bool) -> dict[str, str]:
+    """The commands run one by one after the batch, each with its own deadline: what is slow
+    (the MCP self-check, Hermes' CLI), may hang (a service manager), or depends on the facts.
+    A probe a check finds missing means "not applicable here" (the check says why)."""
+    q = shlex.quote
+    commands = {"self_check": " ".join(q(a) for a in [
+        layout.current_python, "-m", "soulgraph.check", "--soul-file", layout.soul_file, *layout.toolset_args])}
+    files = facts.imported_skill_files()
+    if files:
+        paths = " ".join(q(posixpath.join(layout.hermes_home, f)) for f in files)
+        commands["skill_files"] = f'for f in {paths}; do [ -f "$f" ] || printf "%s\\n" "$f"; done'
+    if not hermes:
+        return commands
+    gateway = gateway_command(target, layout, facts)
+    if gateway:
+        commands["gateway"] = gateway
+    if facts.system != "Darwin" and not (target.gateway or {}).get("gateway_restart_command"):
+        commands["lingering"] = f"loginctl show-user {q(facts['user'].out.strip())} -p Linger"
+    if facts["hermes_command"].ok:
+        home = q(layout.hermes_home)
+        commands["hermes_mcp_test"] = f"env HERMES_HOME={home} hermes mcp test soul"
+        commands["hermes_memory_status"] = f"env HERMES_HOME={home} hermes memory status"
+    return commands
+
+
+def gateway_command(target: VerifyTarget, layout: HostLayout, facts: HostFacts) -> str | None:
+    """Whether the gateway runs: launchd on macOS (the GUI domain, then the user domain, as
+    there is no GUI session over SSH), else the inventory's status command or systemd's."""
+    from fleet.operations.service import status_command
+
+    gateway = target.gateway or {}
+    if facts.system == "Darwin" and not gateway.get("gateway_status_command"):
+        uid = facts["uid"].out.strip()
+        return " || ".join(f"launchctl print {shlex.quote(f'{domain}/{layout.gateway_label}')}"
+                           for domain in (f"gui/{uid}", f"user/{uid}"))
+    return status_command(gateway, "linux", "", layout.gateway_unit, layout.gateway_label)
