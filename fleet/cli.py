@@ -218,7 +218,10 @@ def status(targets, inventory_path, limit, forks, as_json):
 @click.option("--soul-key", metavar="FILE", help="SSH key for the soul remote.")
 @click.option("--forks", "-f", default=10, show_default=True, type=click.IntRange(1, 200),
               help="Hosts checked at once.")
-def verify(targets, inventory_path, limit, hermes, ref, soul, soul_known_hosts, soul_key, forks):
+@click.option("--full", is_flag=True,
+              help="Run the MCP self-check on every host, even where the one recorded by an earlier "
+                   "verification still holds (runtime, interpreter and soul file unchanged).")
+def verify(targets, inventory_path, limit, hermes, ref, soul, soul_known_hosts, soul_key, forks, full):
     """Check each host with pytest-testinfra (fleet.verify); TARGETS: hosts or groups (default
     all). Exit: 0 all passed, 2 a check failed, 4 a host unreachable or its key refused."""
     from fleet.verify import VerifyTarget, run_verify
@@ -232,4 +235,4 @@ def verify(targets, inventory_path, limit, hermes, ref, soul, soul_known_hosts, 
         tree.close()
     sys.exit(run_verify([VerifyTarget.from_inventory(h) for h in hosts], hermes=hermes, sha=sha,
                         soul=tree.commit if tree else None, soul_origin=tree.spec.origin if tree else None,
-                        forks=forks))
+                        forks=forks, full=full))

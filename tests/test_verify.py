@@ -164,6 +164,53 @@ def test_runtime_without_soulgraph_fails_import_and_tools(ssh_lab, laid_out):
     assert "cannot import soulgraph: ModuleNotFoundError: No module named 'soulgraph'" in output
 
 
+# -- the self-check's record ----------------------------------------------------------------------
+
+REUSED = "the MCP self-check recorded by an earlier verification"
+
+
+def reused_hosts(output: str) -> str:
+    return next((line for line in output.splitlines() if REUSED in line), "")
+
+
+def test_a_passed_self_check_is_reused_until_what_it_depends_on_changes(ssh_lab, laid_out):
+    first, second = list(laid_out)
+    verify(ssh_lab, laid_out)  # records it on both hosts (when an earlier test has not)
+    rc, output = verify(ssh_lab, laid_out)
+    assert rc == EXIT_OK, output
+    assert f"{first}, {second}:" in reused_hosts(output), output
+
+    # The soul file saved again (a new inode, as every save makes): the first host runs it again.
+    soul = laid_out[first]["hermes_home"] + "/soul.json"
+    run_as(ssh_lab.host(first), f"cp -p {soul} {soul}.new && mv {soul}.new {soul}")
+    rc, output = verify(ssh_lab, laid_out)
+    assert rc == EXIT_OK, output
+    assert f"mcp_tools: {second}:" in reused_hosts(output), output
+
+    # A package file removed from the venv after the record: the check runs, and fails.
+    site = laid_out[first]["runtime_dir"] + f"/releases/{SHA}/venv/lib"
+    run_as(ssh_lab.host(first), f"f=$(ls -d {site}/python3*/site-packages/soulgraph/server/app.py) && mv $f $f.away")
+    try:
+        rc, output = verify(ssh_lab, laid_out)
+    finally:
+        run_as(ssh_lab.host(first), f"f=$(ls -d {site}/python3*/site-packages/soulgraph/server/app.py.away) && mv $f ${{f%.away}}")
+    assert rc == EXIT_FAILED
+    assert row(output, first)["mcp_tools"] == "FAIL" and row(output, second)["mcp_tools"] == "ok"
+    assert first not in reused_hosts(output)
+
+
+def test_full_runs_the_self_check_everywhere(ssh_lab, laid_out):
+    verify(ssh_lab, laid_out)
+    records = [ssh_lab.host(name).home / ".soulfleet" / "self-check.json" for name in laid_out]
+    before = [r.stat().st_mtime_ns for r in records]
+    out = io.StringIO()
+    rc = run_verify(targets(ssh_lab, laid_out), hermes=False, sha=SHA, out=out, full=True)
+    assert rc == EXIT_OK, out.getvalue()
+    assert not reused_hosts(out.getvalue())
+    assert all(r.stat().st_mtime_ns > b for r, b in zip(records, before))  # ran, and recorded anew
+    assert oct(records[0].stat().st_mode & 0o777) == "0o600"
+
+
 # -- host keys and reachability -------------------------------------------------------------------
 
 def accepted_logins(lab_host) -> int:

@@ -63,7 +63,65 @@ def fact_commands(layout: HostLayout) -> dict[str, str]:
         "skill": f"test -f {q(layout.skill)}",
         "soul_state": f"cat -- {q(layout.soul_state)}",
         "hermes_command": "command -v hermes",
+        **self_check_fact_commands(layout),
     }
+
+
+# -- the MCP self-check's record ------------------------------------------------------------------
+# The self-check starts the host's MCP server and the SDK's client: two Pythons importing the
+# MCP SDK, about 3 s of CPU, which is nearly all of a verification's cost (20 lab hosts sharing
+# two cores: ~29 s). Its answer depends only on the runtime `current` points at (its venv and
+# the interpreter under it), the soul file and the toolsets; so a passed self-check is recorded
+# on the host, under the runtime folder (the one file verify writes), with what it depended on,
+# and the next verification reuses it while none of that has changed. `--full` runs it anyway.
+
+SELF_CHECK_RECORD = "self-check.json"
+
+
+def self_check_record_path(layout: HostLayout) -> str:
+    return posixpath.join(layout.runtime_dir, SELF_CHECK_RECORD)
+
+
+def self_check_fact_commands(layout: HostLayout) -> dict[str, str]:
+    q = shlex.quote
+    record = q(self_check_record_path(layout))
+    files = " ".join(q(p) for p in (layout.current_python, layout.soul_file))
+    return {
+        # What the answer depends on: the release, and the interpreter's and the soul file's
+        # inode, size, mtime, mode and owner (the soul file is replaced, new inode, on every save).
+        "self_check_inputs": f"readlink -- {q(layout.current)}; for f in {files}; do "
+                             "stat -L -c '%i %s %Y %a %u' \"$f\" 2>/dev/null || stat -L -f '%i %z %m %Lp %u' \"$f\" 2>/dev/null "
+                             "|| echo missing; done",
+        "self_check_record": f"cat -- {record}",
+        # Anything in the venv changed since the record was written (a package removed, a file edited).
+        "venv_changed_since_record": f"test -f {record} && find {q(layout.current + '/venv/')} -newer {record} -print -quit",
+    }
+
+
+def self_check_key(facts: "HostFacts") -> str:
+    return f"{facts.layout.toolsets}\n{facts['self_check_inputs'].out.strip()}"
+
+
+def recorded_self_check(facts: "HostFacts") -> Probe | None:
+    """The recorded self-check answer, when it still holds (else None: run it again)."""
+    record, changed = facts["self_check_record"], facts["venv_changed_since_record"]
+    if not record.ok or not facts["self_check_inputs"].ok or changed.out.strip():
+        return None
+    try:
+        data = json.loads(record.out)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("key") != self_check_key(facts) or not isinstance(data.get("report"), dict):
+        return None
+    return Probe(0, json.dumps({**data["report"], "recorded_at": data.get("recorded_at")}))
+
+
+def record_self_check_command(facts: "HostFacts", report: dict, recorded_at: str) -> str:
+    """Shell writing the record of a passed self-check, atomically, readable only by its user."""
+    path = self_check_record_path(facts.layout)
+    text = json.dumps({"key": self_check_key(facts), "recorded_at": recorded_at, "report": report})
+    return (f"umask 077 && printf '%s' {shlex.quote(text)} > {shlex.quote(path + '.tmp')} && "
+            f"mv -f {shlex.quote(path + '.tmp')} {shlex.quote(path)}")
 
 
 def batch_command(commands: dict[str, str], nonce: str) -> str:
@@ -134,13 +192,16 @@ class HostFacts:
 
 
 def followup_commands(target: VerifyTarget, layout: HostLayout, facts: HostFacts,
-                      hermes: bool) -> dict[str, str]:
+                      hermes: bool, self_check: bool = True) -> dict[str, str]:
     """The commands run one by one after the batch, each with its own deadline: what is slow
     (the MCP self-check, Hermes' CLI), may hang (a service manager), or depends on the facts.
-    A probe a check finds missing means "not applicable here" (the check says why)."""
+    A probe a check finds missing means "not applicable here" (the check says why).
+    `self_check=False`: its record still holds (recorded_self_check)."""
     q = shlex.quote
-    commands = {"self_check": " ".join(q(a) for a in [
-        layout.current_python, "-m", "soulgraph.check", "--soul-file", layout.soul_file, *layout.toolset_args])}
+    commands = {}
+    if self_check:
+        commands["self_check"] = " ".join(q(a) for a in [
+            layout.current_python, "-m", "soulgraph.check", "--soul-file", layout.soul_file, *layout.toolset_args])
     files = facts.imported_skill_files()
     if files:
         paths = " ".join(q(posixpath.join(layout.hermes_home, f)) for f in files)

@@ -32,6 +32,7 @@ class VerifyReport:
     def __init__(self, host_names: list[str]):
         self.hosts = {name: HostOutcome(name) for name in host_names}
         self.checks: list[str] = []  # column order
+        self.notes: list[str] = []  # printed under the table: how a result was reached
 
     def record(self, host: str, check: str, status: str, reason: str = "") -> None:
         if check not in self.checks:
@@ -48,6 +49,11 @@ class VerifyReport:
         if not outcome.unreachable:
             outcome.unreachable, outcome.unreachable_kind = reason, kind
             outcome.checks.clear()
+
+    def checked(self, check: str) -> set[str]:
+        """The hosts where `check` passed."""
+        return {h.name for h in self.hosts.values() if not h.unreachable
+                and check in h.checks and h.checks[check].status == OK}
 
     @property
     def any_unreachable(self) -> bool:
@@ -80,6 +86,7 @@ class VerifyReport:
         passed = sum(not h.failed for h in self.hosts.values())
         out.append("")
         out.append(f"{passed}/{len(self.hosts)} hosts passed every check")
+        out += [f"note: {note}" for note in self.notes]
         if problems:
             out.append("failed:")
             out += problems

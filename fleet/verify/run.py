@@ -29,6 +29,7 @@ class VerifySettings:
     sha: str | None
     soul: str | None = None  # the layered soul commit every host should have imported
     soul_origin: str | None = None
+    full: bool = False  # run the MCP self-check on every host, even where its record still holds
 
 
 class VerifyPlugin:
@@ -37,7 +38,7 @@ class VerifyPlugin:
     def __init__(self, targets: list[VerifyTarget], settings: VerifySettings, forks: int = DEFAULT_FORKS):
         self.targets = targets
         self.settings = settings
-        self.sessions = HostSessions(targets, forks, settings.hermes)
+        self.sessions = HostSessions(targets, forks, settings.hermes, settings.full)
         self.report = VerifyReport([t.name for t in targets])
         self.problems: list[str] = []  # pytest-level trouble: collection errors and the like
         self._where: dict[str, tuple[str, str]] = {}  # nodeid -> (host, check)
@@ -91,6 +92,13 @@ class VerifyPlugin:
                 self.report.record(host, check, FAIL, _reason(call.excinfo, report))
 
     def pytest_sessionfinish(self, session):
+        reused = [name for name, s in self.sessions.by_name.items()
+                  if s.self_check_recorded_at and name in self.report.checked("mcp_tools")]
+        if reused:
+            shown = ", ".join(reused[:5]) + (f" and {len(reused) - 5} more" if len(reused) > 5 else "")
+            self.report.notes.append(
+                f"mcp_tools: {shown}: the MCP self-check recorded by an earlier verification, as the "
+                "runtime, its interpreter and the soul file are unchanged since (--full runs it again)")
         self.sessions.close()
 
 
@@ -117,7 +125,7 @@ def _reason(excinfo, report) -> str:
 
 def run_verify(hosts: list[VerifyTarget], *, hermes: bool, sha: str | None = None,
                soul: str | None = None, soul_origin: str | None = None, out: TextIO | None = None,
-               forks: int = DEFAULT_FORKS) -> int:
+               forks: int = DEFAULT_FORKS, full: bool = False) -> int:
     """Check every host; print a host × check summary to `out` (default: sys.stdout as it is at
     the call, not at import, so a CLI runner's captured stdout is honoured).
 
@@ -131,8 +139,8 @@ def run_verify(hosts: list[VerifyTarget], *, hermes: bool, sha: str | None = Non
     if not hosts:
         out.write("verify: no hosts\n")
         return EXIT_OK
-    plugin = VerifyPlugin(list(hosts), VerifySettings(hermes=hermes, sha=sha, soul=soul, soul_origin=soul_origin),
-                          forks)
+    plugin = VerifyPlugin(list(hosts), VerifySettings(hermes=hermes, sha=sha, soul=soul, soul_origin=soul_origin,
+                                                      full=full), forks)
     args = [
         str(CHECKS_MODULE),
         "-c", os.devnull,  # not the project's pytest settings (addopts, testpaths)

@@ -9,6 +9,8 @@ host. paramiko gives each command its own channel on the host's one connection.
 
 from __future__ import annotations
 
+import json
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from testinfra.host import Host
@@ -17,7 +19,8 @@ from fleet.facts import sh_path
 from fleet.hermes_names import profile_command
 
 from .backend import host_for
-from .probes import HostFacts, Probe, batch_command, fact_commands, followup_commands, new_nonce, parse_batch
+from .probes import (HostFacts, Probe, batch_command, fact_commands, followup_commands, new_nonce, parse_batch,
+                     record_self_check_command, recorded_self_check)
 from .target import HostLayout, VerifyTarget
 
 DEFAULT_FORKS = 10  # hosts worked on at once, as fleet-update's --forks
@@ -26,9 +29,11 @@ DEFAULT_FORKS = 10  # hosts worked on at once, as fleet-update's --forks
 class HostSession:
     """A target's testinfra Host and what was read there, as futures the checks wait on."""
 
-    def __init__(self, target: VerifyTarget, hermes: bool = False):
+    def __init__(self, target: VerifyTarget, hermes: bool = False, full: bool = False):
         self.target = target
         self.hermes = hermes
+        self.full = full  # run the MCP self-check even where its record still holds
+        self.self_check_recorded_at: str | None = None  # set when its record was reused
         self.host: Host = host_for(target)
         self.connected: Future[HostLayout] = Future()
         self.facts: Future[HostFacts] = Future()
@@ -48,8 +53,13 @@ class HostSession:
             batch = self.host.run(batch_command(commands, nonce))
             facts = HostFacts(parse_batch(_text(batch.stdout_bytes), nonce, commands), layout)
             self.facts.set_result(facts)
-            commands = followup_commands(self.target, layout, facts, self.hermes)
+            recorded = None if self.full else recorded_self_check(facts)
+            commands = followup_commands(self.target, layout, facts, self.hermes, self_check=recorded is None)
             pending: dict[str, Future[Probe]] = {name: Future() for name in commands}
+            if recorded is not None:
+                self.self_check_recorded_at = json.loads(recorded.out).get("recorded_at") or "an earlier run"
+                pending["self_check"] = Future()
+                pending["self_check"].set_result(recorded)
             self.followups.set_result(pending)
         except BaseException as exc:  # every check of the host fails with it (unreachable, ...)
             for future in (self.connected, self.facts, self.followups):
@@ -59,9 +69,26 @@ class HostSession:
         for name, command in commands.items():
             try:
                 result = self.host.run(command)
-                pending[name].set_result(Probe(result.rc, _text(result.stdout_bytes), _text(result.stderr_bytes)))
+                found = Probe(result.rc, _text(result.stdout_bytes), _text(result.stderr_bytes))
             except BaseException as exc:  # only its own check fails with this (a timeout, say)
                 pending[name].set_exception(exc)
+                continue
+            if name == "self_check":
+                self._record(facts, found)
+            pending[name].set_result(found)
+
+    def _record(self, facts: HostFacts, self_check: Probe) -> None:
+        """Keep a passed self-check's answer for the next verification (recorded_self_check)."""
+        try:
+            report = json.loads(self_check.out)
+        except ValueError:
+            return
+        if self_check.ok and isinstance(report, dict) and report.get("ok"):
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            try:
+                self.host.run(record_self_check_command(facts, report, stamp))
+            except Exception:
+                pass  # no record: the next verification runs the self-check again
 
     def _layout(self) -> HostLayout:
         # The first command connects; it also reads Hermes' active_profile (one round trip).
@@ -80,8 +107,9 @@ def _text(data: bytes) -> str:
 
 
 class HostSessions:
-    def __init__(self, targets: list[VerifyTarget], forks: int = DEFAULT_FORKS, hermes: bool = False):
-        self.by_name = {t.name: HostSession(t, hermes) for t in targets}
+    def __init__(self, targets: list[VerifyTarget], forks: int = DEFAULT_FORKS, hermes: bool = False,
+                 full: bool = False):
+        self.by_name = {t.name: HostSession(t, hermes, full) for t in targets}
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(forks, len(targets))),
                                         thread_name_prefix="verify")
         self._started = False
