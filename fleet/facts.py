@@ -80,7 +80,7 @@ class PythonVersion(Fact):
 
     def command(self, hvars):
         py = sh_path(hvars["python"])
-        return (f"{py} -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])' 2>/dev/null"
+        return (f"{py} -S -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])' 2>/dev/null"
                 " || echo none")
 
     def parse(self, out):

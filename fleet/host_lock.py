@@ -57,7 +57,8 @@ def lock_path(runtime_dir: str) -> str:
 def take(conn: Connection, python: str, runtime_dir: str, owner: str):
     """The lock on this host, as a `Held` (call `.release()` at the end of the run)."""
     path = lock_path(runtime_dir)
-    command = f"{sh_path(python)} -c {shlex.quote(LOCK_SCRIPT)} {sh_path(path)} {shlex.quote(owner)}"
+    # -S: no site import (the script needs only the standard library), a third of the start-up.
+    command = f"{sh_path(python)} -S -c {shlex.quote(LOCK_SCRIPT)} {sh_path(path)} {shlex.quote(owner)}"
     held = conn.hold(command, timeout=30)
     if held.first_line == "LOCKED":
         return held

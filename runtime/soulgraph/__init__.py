@@ -6,7 +6,15 @@ recall harness, operator-side). The modules at this level are the commands:
 `python -m soulgraph.mcp`, `.install`, `.seed`, `.check`.
 """
 
-from soulgraph.engine.graph import SoulGraph, Node, SoulGraphError
-
 __all__ = ["SoulGraph", "Node", "SoulGraphError"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # Imported on first use: the commands that do not need the graph (the installer on a
+    # no-change deploy, the host lock) start without it.
+    if name in __all__:
+        from soulgraph.engine import graph
+
+        return getattr(graph, name)
+    raise AttributeError(f"module 'soulgraph' has no attribute {name!r}")

@@ -38,7 +38,6 @@ from soulgraph.hermes import install_state, plugin_files
 from soulgraph.hermes.config import ConfigError, plan_entry
 from soulgraph.hermes.provider_config import plan_provider
 from soulgraph.hermes.home import HermesHomeError, resolve_home
-from soulgraph.hermes.seed import backups, seed_graph
 from soulgraph.hermes.uninstall import uninstall
 from soulgraph.hermes.skill import SKILL_NAME, SKILL_RELPATH, frontmatter, is_ours, skill_name, skill_text
 from soulgraph.server.toolsets import DEFAULT_TOOLSETS, parse_toolsets
@@ -238,6 +237,8 @@ def _install_seed(report: dict[str, Any], home: Path, check: bool, include_backu
             report["seed"] = SEED_CORRUPT
             report["errors"].append(f"{exc} (the soul MCP server will refuse to start until it is fixed or moved away)")
         return
+    from soulgraph.hermes.seed import backups, seed_graph  # only here: it loads the memory scanner
+
     graph, warnings = seed_graph(home, include_backups=include_backups)
     report["warnings"] += [f"seed: {w}" for w in warnings]
     report["seed_skipped"] = [] if include_backups else backups(home)
