@@ -89,6 +89,7 @@ def host_variables(host: Host, facts: dict[str, Any], sha: str, *, restart_gatew
         **{key: value for key, value in (("gateway_unit", names.unit), ("gateway_label", names.label))
            if key not in host.vars},
         hermes_profile=names.profile,
+        hermes_agent_home=names.home,  # the home the agent runs from: the active profile's
         soul_commit=soul.commit if soul else None,
         soul_origin=soul.spec.origin if soul else None,
         soul_archive=str(soul.archive) if soul else None,

@@ -119,6 +119,30 @@ def test_second_deploy_changes_nothing(fleet_lab):
           f"no-change re-run {TIMINGS['no-change']:.1f} s")
 
 
+def test_a_no_change_deploy_starts_no_installer_until_the_user_edits_config(fleet_lab):
+    """The installer's record holds on a no-change run (it is not started); a config.yaml the user
+    edits since (here: our entry taken out) makes the next run start it, and it puts the entry back."""
+    lab, inventory, repo = fleet_lab
+    records = {h.name: h.home / ".hermes" / ".soulgraph" / "install-record" for h in lab.hosts}
+    written = {name: path.stat().st_mtime_ns for name, path in records.items()}  # each run rewrites it
+    code, out = run_update("--yes", "-i", str(inventory), "all", repo=repo)
+    assert code == 0, out
+    assert {name: path.stat().st_mtime_ns for name, path in records.items()} == written, "an installer ran"
+    first = lab.hosts[0]
+    config = first.home / ".hermes" / "config.yaml"
+    stat = config.stat()
+    config.write_text(MINIMAL_CONFIG)  # the user's edit, in place (owner and mode kept)
+    os.chown(config, stat.st_uid, stat.st_gid)
+    code, out = run_update("--yes", "-i", str(inventory), "all", repo=repo)
+    assert code == 0, out
+    rows = recap_rows(out)
+    assert rows[first.name][1] == "1", out  # changed: the installer ran there, and only there
+    assert all(rows[h.name][1] == "0" for h in lab.hosts[1:]), out
+    assert soul_entry_command(first).endswith("/venv/bin/python")
+    assert records[first.name].stat().st_mtime_ns > written[first.name]
+    assert all(records[h.name].stat().st_mtime_ns == written[h.name] for h in lab.hosts[1:])
+
+
 def test_check_mode_changes_nothing(fleet_lab):
     lab, inventory, repo = fleet_lab
     new_sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'check'\n",

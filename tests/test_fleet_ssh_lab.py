@@ -113,4 +113,7 @@ def test_a_host_reachable_only_through_a_jump_host(lab, tmp_path, monkeypatch):
         assert (hidden.home / ".soulfleet" / "current").readlink().name == sha
         code, out = run_fleet("status", "-i", str(inventory), "all", "--json")
         assert code == 0 and statuses(out)["hidden"]["sha"] == sha, out
+        # And verified the same way (verify makes its connections as fleet-update does).
+        code, out = run_fleet("verify", "-i", str(inventory), "--sha", sha, "all")
+        assert code == 0 and "1/1 hosts passed every check" in out, out
     shutil.rmtree(tmp_path / "repo", ignore_errors=True)

@@ -9,6 +9,8 @@ module is itself a dry run (an installer's --check): "would change" is not a cha
 only an error counts (failed), anything else is ok. `check_python`: in check mode, when
 `python` (a release not installed yet) is missing, the dry run is made with this one (the
 runtime the host runs now), so `--check --diff` still shows what the change would be.
+`record`: where the module leaves a record of its last run (module_record.py); while it holds
+for these args, the module is not started: ok, nothing to change.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from fleet.facts import sh_path
 from fleet.operations.base import (CHANGED, FAILED, OK, SKIPPED, Context, Outcome, operation, q)
+from fleet.operations.module_record import record_holds
 
 STATUS = {"changed": CHANGED, "unchanged": OK, "skipped": SKIPPED, "error": FAILED}
 
@@ -52,8 +55,10 @@ def outcome_from_answer(answer: dict[str, Any] | None, rc: int, stderr: str) -> 
 def module(ctx: Context, python: str, module: str, args: list[str] | None = None,
            check_args: list[str] | None = None, in_temp_dir: bool = False,
            timeout: float | None = None, verdict_only: bool = False,
-           check_python: str | None = None) -> Outcome:
+           check_python: str | None = None, record: str | None = None) -> Outcome:
     argv = list(args or [])
+    if record and record_holds(ctx, record, argv):
+        return Outcome(OK, f"{module}: unchanged since its last run (its record holds)")
     if ctx.check:
         if check_args is None:
             return Outcome(SKIPPED, f"{module}: no dry run; not run in check mode")

@@ -48,9 +48,13 @@ class StrictParamikoBackend(ParamikoBackend):
         # The fleet's own strict connection makes the client: one place decides which keys
         # are trusted (only the target's known_hosts; unknown and changed keys refused).
         target = self.target
-        self._connection = SSHConnection(
-            target.name, target.address, port=target.port, user=target.user, key=target.key,
-            known_hosts=target.known_hosts, connect_timeout=self.timeout).connect()
+        if target.connection is not None:  # as fleet-update reaches it (ssh_config, ProxyJump)
+            connection = target.connection()
+            connection.accept_new = False  # verify never writes known_hosts
+        else:
+            connection = SSHConnection(target.name, target.address, port=target.port, user=target.user,
+                                       key=target.key, known_hosts=target.known_hosts, connect_timeout=self.timeout)
+        self._connection = connection.connect()
         return self._connection.paramiko_client
 
     def _exec_command(self, command: bytes) -> tuple[int, bytes, bytes]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 GATEWAY_VARS = ("gateway_restart_command", "gateway_status_command", "gateway_unit", "gateway_label")
 DEFAULT_HERMES_HOME = "~/.hermes"
@@ -31,6 +32,9 @@ class VerifyTarget:
     toolsets: str = "graph"  # the inventory's soul_toolsets: what the Hermes entry serves
     memory_provider: str = "auto"  # the inventory's soul_memory_provider
     gateway: dict | None = None  # the inventory's gateway_* vars (restart/status command, unit, label)
+    # Makes the host's unopened fleet SSHConnection, as fleet-update reaches it (~/.ssh/config,
+    # ProxyJump); when None, one is made from address, port, user, key and known_hosts.
+    connection: Callable[[], object] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_inventory(cls, host) -> "VerifyTarget":
@@ -47,7 +51,8 @@ class VerifyTarget:
                    v.get("hermes_home") or DEFAULT_HERMES_HOME,
                    v.get("runtime_dir") or DEFAULT_RUNTIME_DIR,
                    toolsets=str(v.get("soul_toolsets") or "graph"),
-                   memory_provider=str(v.get("soul_memory_provider") or "auto"), gateway=gateway)
+                   memory_provider=str(v.get("soul_memory_provider") or "auto"), gateway=gateway,
+                   connection=host.connection)
 
     def __post_init__(self) -> None:
         if not self.local and not self.known_hosts:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from soulgraph.store.atomic import write_atomically
-from soulgraph.hermes import install_state, plugin_files
+from soulgraph.hermes import install_record, install_state, plugin_files
 from soulgraph.hermes.config import ConfigError, plan_entry
 from soulgraph.hermes.provider_config import plan_provider
 from soulgraph.hermes.home import HermesHomeError, resolve_home
@@ -327,12 +327,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--remove", action="store_true",
                         help="take everything out again: config.yaml as it was before the first install "
                         "(byte for byte when untouched since), the skill, the plugin; soul.json is kept")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.remove:
         report = uninstall(args.hermes_home, check=args.check)
     else:
         report = install(args.hermes_home, check=args.check, python=args.python, toolsets=args.toolsets,
                          memory_provider=args.memory_provider, seed_backups=args.seed_backups)
+    if not args.check and report.get("hermes_home"):
+        # What a later deploy compares to skip a run that would change nothing (install_record.py).
+        home = Path(report["hermes_home"])
+        if args.remove or report["status"] not in ("changed", "unchanged"):
+            install_record.forget(home)
+        else:
+            install_record.write(home, argv)
     print(json.dumps(report, indent=2, ensure_ascii=False))
     if args.check and report.get("config_diff"):
         print(report["config_diff"], file=sys.stderr, end="")
