@@ -23,7 +23,8 @@ from typing import Any, Callable
 import yaml
 
 from fleet.connections import HostConnectionError
-from fleet.operations import (CHANGED, FAILED, REGISTRY, SKIPPED, Context, Outcome)
+from fleet.operations import (CHANGED, FAILED, OK, REGISTRY, SKIPPED, Context, Outcome)
+from fleet.operations.base import READS
 from fleet.templating import evaluate_expression, render
 
 class RoleError(Exception):
@@ -180,6 +181,7 @@ class Play:
 
     def run(self) -> list[TaskReport]:
         self.ctx.vars = self.variables(self.ctx.vars)
+        self.ctx.read_ahead(self.reads_ahead())
         committed = False  # a `commits` task changed the host: finish even on Ctrl-C
         for role in self.roles:
             for task in role.tasks:
@@ -187,6 +189,8 @@ class Play:
                     self.stopped = True
                     return self.reports
                 report = self.run_task(role, task)
+                if report.outcome.status not in (OK, SKIPPED):
+                    self.ctx.forget_reads()  # the host changed (or may have): read it anew
                 committed = committed or (task.commits and report.outcome.changed and not self.ctx.check)
                 if report.outcome.changed:
                     self.notified += [h for h in task.notify if h not in self.notified]
@@ -204,6 +208,24 @@ class Play:
                 continue
             self.run_task(role, handler)
         return self.reports
+
+    def reads_ahead(self) -> list[str]:
+        """The read-only commands the tasks will start with, as far as can be told before they
+        run (their `when` on today's variables): on a host with nothing to change, the tasks'
+        reads then cost one round trip, not one each (Context.read_ahead)."""
+        commands: list[str] = []
+        for role in self.roles:
+            for task in role.tasks:
+                if task.kind not in READS:
+                    continue
+                needs, read = READS[task.kind]
+                try:
+                    if task.when is not None and not evaluate_expression(str(task.when), self.ctx.vars):
+                        continue
+                    commands += read(**render({k: task.args[k] for k in needs if k in task.args}, self.ctx.vars))
+                except Exception:
+                    continue  # it depends on what an earlier task registers: it reads for itself
+        return commands
 
     def run_task(self, role: Role, task: Task) -> TaskReport:
         try:

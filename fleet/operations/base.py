@@ -50,19 +50,61 @@ class Context:
     def host(self) -> str:
         return self.conn.host
 
+    # Answers to read-only commands taken in one round trip before the tasks ran (read_ahead);
+    # each is handed out once, and all are dropped as soon as a task changes the host.
+    _read_ahead: dict[str, Result] = field(default_factory=dict, repr=False)
+
     def run(self, command: str, **kw) -> Result:
         kw.setdefault("timeout", self.timeout)
         return self.conn.run(command, **kw)
 
+    def read(self, command: str) -> Result:
+        """A read-only command's answer: the one read ahead when it still holds, else run now."""
+        ahead = self._read_ahead.pop(command, None)
+        return ahead if ahead is not None else self.run(command)
+
+    def read_ahead(self, commands: list[str]) -> None:
+        """Run these read-only commands in one round trip, for read() to hand out later."""
+        from fleet.shell_batch import batch_command, new_nonce, parse_batch
+
+        named = {f"r{i}": command for i, command in enumerate(dict.fromkeys(commands))}
+        if not named:
+            return
+        nonce = new_nonce()
+        answer = self.run(batch_command(named, nonce), timeout=min(self.timeout, 120))
+        if not answer.ok:
+            return  # the tasks read for themselves
+        try:
+            found = parse_batch(answer.stdout, nonce, named)
+        except RuntimeError:
+            return
+        self._read_ahead = {command: Result(*found[name], "", command) for name, command in named.items()}
+
+    def forget_reads(self) -> None:
+        """The host changed: what was read ahead may no longer hold."""
+        self._read_ahead.clear()
+
 
 Operation = Callable[..., Outcome]
 REGISTRY: dict[str, Operation] = {}
+# kind -> (the task arguments its reads need, a function of those giving the read commands)
+READS: dict[str, tuple[tuple[str, ...], Callable[..., list[str]]]] = {}
 
 
 def operation(kind: str):
     """Register a function as the task kind `kind` (its keyword arguments are the task's)."""
     def register(fn: Operation) -> Operation:
         REGISTRY[kind] = fn
+        return fn
+    return register
+
+
+def reads(kind: str, *needs: str):
+    """Register the read-only commands task kind `kind` starts with (given the task arguments
+    `needs`, and nothing else: others, like a wheelhouse, may be costly to render), so a run
+    can take them all in one round trip ahead; the operation gets them through ctx.read()."""
+    def register(fn: Callable[..., list[str]]) -> Callable[..., list[str]]:
+        READS[kind] = (needs, fn)
         return fn
     return register
 

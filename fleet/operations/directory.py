@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fleet.facts import sh_path
 from fleet.operations.base import (CHANGED, OK, Context, Outcome, failed_result, operation,
-                                   parse_mode)
+                                   parse_mode, reads)
 
 
 def stat_mode_command(path: str) -> str:
@@ -12,12 +12,18 @@ def stat_mode_command(path: str) -> str:
     return f"stat -c %a {path} 2>/dev/null || stat -f %Lp {path} 2>/dev/null || true"
 
 
+@reads("directory", "path")
+def state_command(path: str) -> list[str]:
+    p = sh_path(path)
+    return [f"if [ -d {p} ]; then echo dir; {stat_mode_command(p)}; "
+            f"elif [ -e {p} ]; then echo other; else echo absent; fi"]
+
+
 @operation("directory")
 def directory(ctx: Context, path: str, mode=None) -> Outcome:
     want = parse_mode(mode)
     p = sh_path(path)
-    state = ctx.run(f"if [ -d {p} ]; then echo dir; {stat_mode_command(p)}; "
-                    f"elif [ -e {p} ]; then echo other; else echo absent; fi").stdout.split()
+    state = ctx.read(state_command(path)[0]).stdout.split()
     kind = state[0] if state else "absent"
     if kind == "other":
         return Outcome("failed", f"{path} exists and is not a directory")

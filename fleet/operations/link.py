@@ -8,15 +8,20 @@ sees the old target or the new one, never a missing link. The host's Python does
 from __future__ import annotations
 
 from fleet.facts import sh_path
-from fleet.operations.base import CHANGED, OK, Context, Outcome, failed_result, operation, q
+from fleet.operations.base import CHANGED, OK, Context, Outcome, failed_result, operation, q, reads
 
 SWITCH = ("import os, sys; link, target = sys.argv[1:3]; tmp = link + '.new'; "
           "os.path.lexists(tmp) and os.unlink(tmp); os.symlink(target, tmp); os.replace(tmp, link)")
 
 
+@reads("symlink", "path")
+def readlink_command(path: str) -> list[str]:
+    return [f"readlink {sh_path(path)} || true"]
+
+
 @operation("symlink")
 def symlink(ctx: Context, path: str, target: str, python: str = "/usr/bin/python3") -> Outcome:
-    current = ctx.run(f"readlink {sh_path(path)} || true").stdout.strip()
+    current = ctx.read(readlink_command(path)[0]).stdout.strip()
     if current == target:
         return Outcome(OK, f"{path} -> {target}")
     message = f"{path} -> {target}" + (f" (was {current})" if current else "")

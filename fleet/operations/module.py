@@ -19,8 +19,8 @@ import json
 from typing import Any
 
 from fleet.facts import sh_path
-from fleet.operations.base import (CHANGED, FAILED, OK, SKIPPED, Context, Outcome, operation, q)
-from fleet.operations.module_record import record_holds
+from fleet.operations.base import (CHANGED, FAILED, OK, SKIPPED, Context, Outcome, operation, q, reads)
+from fleet.operations.module_record import read_command, record_holds
 
 STATUS = {"changed": CHANGED, "unchanged": OK, "skipped": SKIPPED, "error": FAILED}
 
@@ -49,6 +49,11 @@ def outcome_from_answer(answer: dict[str, Any] | None, rc: int, stderr: str) -> 
     if not message and "mcp_server" in answer:  # the Hermes installer: say what it did
         message = ", ".join(f"{k}={answer[k]}" for k in ("mcp_server", "seed", "skill"))
     return Outcome(status, str(message), diff=answer.get("config_diff") or answer.get("diff") or "", data=answer)
+
+
+@reads("module", "record")
+def record_read(record: str | None = None) -> list[str]:
+    return [read_command(record)] if record else []
 
 
 @operation("module")

@@ -49,5 +49,5 @@ def holds(output: str, argv: list[str]) -> bool:
 
 
 def record_holds(ctx: Context, record: str, argv: list[str]) -> bool:
-    result = ctx.run(read_command(record), timeout=30)
+    result = ctx.read(read_command(record))
     return result.ok and holds(result.stdout, argv)

@@ -14,7 +14,7 @@ import tarfile
 from pathlib import Path
 
 from fleet.facts import sh_path
-from fleet.operations.base import CHANGED, OK, Context, Outcome, failed_result, operation, q
+from fleet.operations.base import CHANGED, OK, Context, Outcome, failed_result, operation, q, reads
 
 MARKER = ".soulfleet-complete"
 PIP_ISOLATED = ("env -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_CONSTRAINT "
@@ -29,11 +29,16 @@ def tar_folder(folder: Path) -> bytes:
     return buf.getvalue()
 
 
+@reads("venv", "path")
+def marker_command(path: str) -> list[str]:
+    return [f"test -f {sh_path(path)}/{MARKER}"]
+
+
 @operation("venv")
 def venv(ctx: Context, path: str, python: str, wheelhouse: str, wheels_dest: str,
          packages: list[str]) -> Outcome:
     venv_dir, wheels = sh_path(path), sh_path(wheels_dest)
-    if ctx.run(f"test -f {venv_dir}/{MARKER}").ok:
+    if ctx.read(marker_command(path)[0]).ok:
         return Outcome(OK, f"{path} complete")
     archive = tar_folder(Path(wheelhouse))
     if ctx.check:

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
-import secrets
 import shlex
 from dataclasses import dataclass
 
@@ -122,29 +120,6 @@ def record_self_check_command(facts: "HostFacts", report: dict, recorded_at: str
     text = json.dumps({"key": self_check_key(facts), "recorded_at": recorded_at, "report": report})
     return (f"umask 077 && printf '%s' {shlex.quote(text)} > {shlex.quote(path + '.tmp')} && "
             f"mv -f {shlex.quote(path + '.tmp')} {shlex.quote(path)}")
-
-
-def batch_command(commands: dict[str, str], nonce: str) -> str:
-    """One shell command running each probe in turn (stderr dropped unless a probe merges it),
-    framing each output with markers no file content will hold by chance."""
-    parts = []
-    for name, command in commands.items():
-        parts.append(f"printf '%s\\n' '::{nonce}:{name}::'; {{ {command}; }} 2>/dev/null; "
-                     f"printf '\\n::{nonce}:rc:: %s\\n' \"$?\"")
-    return "; ".join(parts)
-
-
-def parse_batch(output: str, nonce: str, names) -> dict[str, Probe]:
-    found = {m.group(1): Probe(int(m.group(3)), m.group(2)) for m in re.finditer(
-        rf"::{nonce}:(\w+)::\n(.*?)\n::{nonce}:rc:: (\d+)\n", output, re.S)}
-    missing = [name for name in names if name not in found]
-    if missing:
-        raise RuntimeError(f"the host's shell did not answer every probe (missing: {', '.join(missing)})")
-    return found
-
-
-def new_nonce() -> str:
-    return "sfv" + secrets.token_hex(6)
 
 
 @dataclass(frozen=True)

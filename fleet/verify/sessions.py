@@ -19,8 +19,10 @@ from fleet.facts import sh_path
 from fleet.hermes_names import profile_command
 
 from .backend import host_for
-from .probes import (HostFacts, Probe, batch_command, fact_commands, followup_commands, new_nonce, parse_batch,
-                     record_self_check_command, recorded_self_check)
+from fleet.shell_batch import batch_command, new_nonce, parse_batch
+
+from .probes import (HostFacts, Probe, fact_commands, followup_commands, record_self_check_command,
+                     recorded_self_check)
 from .target import HostLayout, VerifyTarget
 
 DEFAULT_FORKS = 10  # hosts worked on at once, as fleet-update's --forks
@@ -51,7 +53,8 @@ class HostSession:
             self.connected.set_result(layout)
             commands, nonce = fact_commands(layout), new_nonce()
             batch = self.host.run(batch_command(commands, nonce))
-            facts = HostFacts(parse_batch(_text(batch.stdout_bytes), nonce, commands), layout)
+            answers = parse_batch(_text(batch.stdout_bytes), nonce, commands)
+            facts = HostFacts({name: Probe(rc, out) for name, (rc, out) in answers.items()}, layout)
             self.facts.set_result(facts)
             recorded = None if self.full else recorded_self_check(facts)
             commands = followup_commands(self.target, layout, facts, self.hermes, self_check=recorded is None)
