@@ -48,7 +48,7 @@ def test_holds_after_a_run_for_the_same_args_only(home):
 
 @pytest.mark.parametrize("change", [
     "config edited", "config replaced", "skill removed", "plugin file edited", "plugin file added",
-    "soul.json removed", "config mode", "skills folder gains a skill"])
+    "soul.json removed", "config mode", "our skill folder gains a file"])
 def test_any_change_to_what_it_manages_breaks_it(home, change):
     argv = install(home)
     config, skill = home / "config.yaml", home / "skills" / "soul-graph" / "SKILL.md"
@@ -71,18 +71,27 @@ def test_any_change_to_what_it_manages_breaks_it(home, change):
         (home / "soul.json").unlink()
     elif change == "config mode":
         config.chmod(0o600)
-    elif change == "skills folder gains a skill":
-        (home / "skills" / "other").mkdir()
+    elif change == "our skill folder gains a file":
+        (skill.parent / "notes.md").write_text("")
     assert not record_holds(home, argv), change
     install(home)  # the installer runs again, and its new record holds
     assert record_holds(home, argv)
 
 
-def test_the_agent_writing_its_soul_file_keeps_it(home):
+def test_the_agent_writing_its_soul_file_or_other_skills_keeps_it(home):
     argv = install(home)
     soul = home / "soul.json"
     soul.write_text(soul.read_text())  # rewritten: only its existence counts
+    (home / "skills" / "imported-skill").mkdir()  # a layered soul's skills come and go
     assert record_holds(home, argv)
+
+
+def test_a_run_that_changes_nothing_leaves_the_record_as_it_was(home):
+    install(home)
+    record = install_record.record_path(home)
+    written = record.stat().st_mtime_ns
+    install(home)
+    assert record.stat().st_mtime_ns == written
 
 
 def test_no_record_after_a_check_an_error_or_a_removal(home):

@@ -52,7 +52,9 @@ def watched(home: Path) -> tuple[list[Path], list[Path]]:
     """(files whose readings must stay the same, files that must only keep existing or not)."""
     plugin = plugin_dir(home)
     skill = home / SKILL_RELPATH
-    stat = [home / "config.yaml", home / "skills", skill.parent, skill, plugin]
+    # Not skills/ itself: other skills come and go there (a layered soul imports its own), and
+    # each would make the next deploy start the installer for nothing.
+    stat = [home / "config.yaml", skill.parent, skill, plugin]
     if plugin.is_dir():
         stat += sorted(p for p in plugin.iterdir() if p.is_file())
     return stat, [home / "soul.json"]
@@ -67,9 +69,15 @@ def write(home: Path, argv: list[str]) -> None:
     lines = [f"args\t{json.dumps(argv)}"]
     lines += [f"stat\t{p}\t{reading(p)}" for p in stat]
     lines += [f"exists\t{p}\t{'yes' if p.exists() else 'no'}" for p in exists]
+    text = ("\n".join(lines) + "\n").encode()
+    try:
+        if record_path(home).read_bytes() == text:
+            return  # as it was: a run that changed nothing leaves the home as it found it
+    except OSError:
+        pass
     folder = install_state.state_dir(home)
     folder.mkdir(mode=0o700, exist_ok=True)
-    write_atomically(record_path(home), ("\n".join(lines) + "\n").encode(), mode=0o600)
+    write_atomically(record_path(home), text, mode=0o600)
 
 
 def forget(home: Path) -> None:
