@@ -17,10 +17,9 @@ from testinfra.host import Host
 
 from fleet.facts import sh_path
 from fleet.hermes_names import profile_command
-
-from .backend import host_for
 from fleet.shell_batch import batch_command, new_nonce, parse_batch
 
+from .backend import host_for
 from .probes import (HostFacts, Probe, fact_commands, followup_commands, record_self_check_command,
                      recorded_self_check)
 from .target import HostLayout, VerifyTarget
