@@ -33,7 +33,8 @@ def update_command(checkout: Path | None, inventory: Path, sha: str, forks: int)
     if checkout is None:
         return [str(BIN / "fleet-update"), *args], {}
     code = "import sys; from fleet.cli import fleet_update; sys.argv[0] = 'fleet-update'; fleet_update()"
-    return [sys.executable, "-P", "-c", code, *args]  # -P: not this repository (the cwd) first, {"PYTHONPATH": f"{checkout}:{checkout}/runtime"}
+    # -P: the cwd (this repository) is not put first on the path; the worktree's code is.
+    return [sys.executable, "-P", "-c", code, *args], {"PYTHONPATH": f"{checkout}:{checkout}/runtime"}
 
 
 def main(argv: list[str] | None = None) -> int:
