@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from soulgraph.eval.__main__ import main
-from soulgraph.eval.locomo import parse_session_date, read_locomo, replay_locomo
+from soulgraph.eval.locomo import parse_session_date, read_locomo, replay_locomo, sessions_in_order
 from soulgraph.eval.report import locomo_report, locomo_text
 from soulgraph.eval.retrievers import DEFAULT_METHODS
-from soulgraph.eval.scoring import recall_at
+from soulgraph.eval.scoring import Question, hit_at, recall_at, reciprocal_rank
 
 FIXTURE = Path(__file__).parent / "fixtures" / "eval" / "locomo-shaped.json"
 
@@ -70,6 +70,32 @@ def test_report_and_cli(capsys):
     data = json.loads(capsys.readouterr().out)
     assert list(data["overall"]["methods"]) == ["bm25", "keyword"]
     assert set(data["overall"]["methods"]["bm25"]) == {"recall@1", "recall@5", "recall@10", "recall@20", "mrr"}
+
+
+def test_sessions_are_ranked_by_their_best_turn():
+    session_of = {"D1:1": "session_1", "D1:2": "session_1", "D2:1": "session_2", "D3:4": "session_3"}
+    assert sessions_in_order(["D2:1", "D1:2", "D2:1", "D3:4", "D1:1"], session_of) == \
+        ["session_2", "session_1", "session_3"]
+    question = Question("single-hop", "q", 0.0, {"session_1": 0.0, "session_3": 0.0})
+    question.record("m", ["session_2", "session_1", "session_3"])
+    assert (hit_at(question, "m", 1), hit_at(question, "m", 2), reciprocal_rank(question, "m")) == (0.0, 1.0, 0.5)
+
+
+def test_session_level_scores_follow_the_turn_rankings():
+    result = run(DEFAULT_METHODS)
+    assert len(result.session_questions) == len(result.questions)
+    for turns, sessions in zip(result.questions, result.session_questions):
+        assert turns.subject == sessions.subject and len(sessions.answers) <= len(turns.answers)
+        for method in DEFAULT_METHODS:
+            # The evidence turn ranked first puts its session among the first that many sessions.
+            # (Another turn of an evidence session may put it there sooner, or alone.)
+            if turns.ranks[method]:
+                best = min(turns.ranks[method].values())
+                assert hit_at(sessions, method, best) == 1.0
+    report = locomo_report(str(FIXTURE), result)
+    overall = report["sessions"]["overall"]["methods"]["bm25"]
+    assert overall["hit@1"] <= overall["hit@3"] <= overall["hit@5"] <= overall["hit@10"]
+    assert "all, hit@10" in locomo_text(report) and "Evidence session" in locomo_text(report)
 
 
 def test_locomo_through_the_memory_provider(capsys):

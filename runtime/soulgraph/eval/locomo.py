@@ -9,6 +9,11 @@ at the last turn. A method's ranking is scored on turns only: session nodes are
 structure, not evidence, so they are skipped (each method is asked for enough extra
 ids to cover every session node it could return).
 
+Session level, beside it: published retrieval-only LoCoMo figures mostly score sessions or
+chunks, not turns. A method's sessions are ranked by their best turn in its top turns (the order
+in which they first appear there); a question counts at k when a session holding any of its
+evidence is among the first k (hit@k), and its MRR is 1 / the rank of the first such session.
+
 Evidence ids are untidy: several ids in one string (``"D8:6; D9:17"``), a stray
 colon (``"D:11:26"``), ids that name no turn. They are split, repaired or dropped,
 and each case is counted; a question left without evidence is skipped and counted.
@@ -32,6 +37,7 @@ from soulgraph.engine.graph import SoulGraph
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (1, 5, 10, 20)
+SESSION_KS = (1, 3, 5, 10)
 _SESSION = re.compile(r"^session_(\d+)$")
 _EVIDENCE_SPLIT = re.compile(r"[;,\s]+")
 _DIA_ID = re.compile(r"^D:?(\d+):(\d+)$")
@@ -42,6 +48,7 @@ class LocomoResult:
     methods: list[str]
     questions: list[Question]
     latencies: dict[str, list[float]]
+    session_questions: list[Question] = field(default_factory=list)  # the same, scored by session
     problems: LedgerProblems = field(default_factory=LedgerProblems)
     stats: Counter = field(default_factory=Counter)
     seconds: float = 0.0
@@ -125,6 +132,11 @@ def _sessions(conversation: dict[str, Any], problems: LedgerProblems, where: str
     return sessions
 
 
+def sessions_in_order(ranked_turns: list[str], session_of: dict[str, str]) -> list[str]:
+    """The sessions of the ranked turns, each where its best turn stands."""
+    return list(dict.fromkeys(session_of[turn] for turn in ranked_turns))
+
+
 def replay_locomo(data: list[dict[str, Any]], methods: list[str], depth: int = max(KS)) -> LocomoResult:
     result = LocomoResult(methods, [], {m: [] for m in methods})
     problems, stats = result.problems, result.stats
@@ -138,6 +150,7 @@ def replay_locomo(data: list[dict[str, Any]], methods: list[str], depth: int = m
         graph = SoulGraph(clock=lambda: now)
         retrievers = make_retrievers(methods, graph)
         turns: set[str] = set()
+        session_of: dict[str, str] = {}
         sessions = _sessions(sample["conversation"], problems, where)
         for number, start, date_text, session_turns in sessions:
             session_id = f"session_{number}"
@@ -158,6 +171,7 @@ def replay_locomo(data: list[dict[str, Any]], methods: list[str], depth: int = m
                 for retriever in retrievers:
                     retriever.observe_add(dia_id, text, at)
                 turns.add(dia_id)
+                session_of[dia_id] = session_id
                 stats["turns"] += 1
                 stats["turns with an image caption"] += "[image: " in text
 
@@ -173,12 +187,16 @@ def replay_locomo(data: list[dict[str, Any]], methods: list[str], depth: int = m
                 continue
             category = CATEGORIES.get(qa.get("category"), f"category {qa.get('category')}")
             question = Question(category, f"{where} q{number}", now, {e: 0.0 for e in evidence})
+            by_session = Question(category, question.subject, now, {session_of[e]: 0.0 for e in evidence})
             for retriever in retrievers:
                 t0 = time.perf_counter()
                 ranked = retriever.ask(qa["question"], ask_depth)
                 result.latencies[retriever.name].append(time.perf_counter() - t0)
-                question.record(retriever.name, [i for i in ranked if i in turns][:depth])
+                ranked_turns = [i for i in ranked if i in turns][:depth]
+                question.record(retriever.name, ranked_turns)
+                by_session.record(retriever.name, sessions_in_order(ranked_turns, session_of))
             result.questions.append(question)
+            result.session_questions.append(by_session)
         stats["conversations"] += 1
     stats["questions"] = len(result.questions)
     result.seconds = time.perf_counter() - started

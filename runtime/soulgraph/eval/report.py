@@ -7,9 +7,9 @@ import platform
 from typing import Any
 
 from soulgraph.eval.ledger import Ledger
-from soulgraph.eval.locomo import CATEGORIES, KS, LocomoResult
+from soulgraph.eval.locomo import CATEGORIES, KS, SESSION_KS, LocomoResult
 from soulgraph.eval.replay import SIZE_BUCKETS, ReplayResult
-from soulgraph.eval.scoring import latency_summary, long_range, summarize
+from soulgraph.eval.scoring import latency_summary, long_range, summarize, summarize_hits
 
 LEDGER_KS = (5, 10)
 QUESTION_LABELS = {"built_on": "built on", "waiting_on": "waiting on"}
@@ -133,11 +133,13 @@ def _latency_text(latency: dict[str, Any], by_size: dict[str, Any] | None) -> st
 
 # ----------------------------------------------------------------------- LoCoMo
 def locomo_report(source: str, result: LocomoResult) -> dict[str, Any]:
-    categories = {}
+    categories, session_categories = {}, {}
     for name in [*CATEGORIES.values(), *sorted({q.kind for q in result.questions} - set(CATEGORIES.values()))]:
         asked = [q for q in result.questions if q.kind == name]
         if asked:
             categories[name] = summarize(asked, result.methods, KS)
+            session_categories[name] = summarize_hits([q for q in result.session_questions if q.kind == name],
+                                                      result.methods, SESSION_KS)
     return {
         "command": "locomo",
         "source": source,
@@ -147,6 +149,8 @@ def locomo_report(source: str, result: LocomoResult) -> dict[str, Any]:
         "problems": result.problems.to_dict(),
         "overall": summarize(result.questions, result.methods, KS),
         "by_category": categories,
+        "sessions": {"overall": summarize_hits(result.session_questions, result.methods, SESSION_KS),
+                     "by_category": session_categories},
         "latency": {m: latency_summary(v) for m, v in result.latencies.items()},
     }
 
@@ -172,5 +176,18 @@ def locomo_text(report: dict[str, Any]) -> str:
                      *(_fmt(summary["methods"][m]["mrr"]) for m in methods)])
     out.append(table(["Evidence recall", "Questions", *methods], rows))
     out.append("")
+    sessions = report.get("sessions")
+    if sessions:
+        rows = []
+        for name, summary in [("all", sessions["overall"]), *sessions["by_category"].items()]:
+            for k in SESSION_KS:
+                rows.append([f"{name}, hit@{k}", f"{summary['questions']:,}",
+                             *(_fmt(summary["methods"][m][f"hit@{k}"]) for m in methods)])
+            rows.append([f"{name}, MRR", f"{summary['questions']:,}",
+                         *(_fmt(summary["methods"][m]["mrr"]) for m in methods)])
+        out.append("Session level: a question counts at k when a session holding its evidence is among the "
+                   "first k sessions, ranked by their best turn in the method's top turns.")
+        out.append(table(["Evidence session", "Questions", *methods], rows))
+        out.append("")
     out.append(_latency_text(report["latency"], None))
     return "\n".join(out)

@@ -40,6 +40,11 @@ def recall_at(question: Question, method: str, k: int) -> float:
     return sum(1 for rank in ranks.values() if rank <= k) / len(question.answers)
 
 
+def hit_at(question: Question, method: str, k: int) -> float:
+    """1 when any answer is ranked within the top k, else 0 (the unit of session-level scores)."""
+    return 1.0 if any(rank <= k for rank in question.ranks.get(method, {}).values()) else 0.0
+
+
 def reciprocal_rank(question: Question, method: str) -> float:
     ranks = question.ranks.get(method, {})
     return 1.0 / min(ranks.values()) if ranks else 0.0
@@ -64,6 +69,18 @@ def summarize(questions: Iterable[Question], methods: list[str], ks: Iterable[in
         scores = {}
         for k in ks:
             scores[f"recall@{k}"] = _mean(recall_at(q, method, k) for q in questions)
+        scores["mrr"] = _mean(reciprocal_rank(q, method) for q in questions)
+        out["methods"][method] = scores
+    return out
+
+
+def summarize_hits(questions: Iterable[Question], methods: list[str], ks: Iterable[int]) -> dict:
+    """As summarize, with hit@k (any answer within the top k) in place of recall@k."""
+    questions = list(questions)
+    ks = list(ks)
+    out: dict = {"questions": len(questions), "methods": {}}
+    for method in methods:
+        scores = {f"hit@{k}": _mean(hit_at(q, method, k) for q in questions) for k in ks}
         scores["mrr"] = _mean(reciprocal_rank(q, method) for q in questions)
         out["methods"][method] = scores
     return out
