@@ -1,7 +1,7 @@
 """Post-deploy host checks, one per resource, in testinfra's style.
 
 Collected by run_verify() (fleet/verify/run.py), whose plugin parametrizes `target` with the hosts
-and provides `verify_sessions` (connections) and `verify_settings` (hermes, sha). Each assertion's
+and provides `verify_sessions` (each host's reads, sessions.py) and `verify_settings` (hermes, sha). Each assertion's
 message is what the summary shows, so it says what was found and what was expected.
 """
 
