@@ -102,10 +102,16 @@ def reset_hosts(hosts) -> None:
 
 # -- running ------------------------------------------------------------------------------------
 
+RUN_TIMEOUT = 1800  # seconds; a first 20-host deploy takes about 140 s, Ansible's about 170 s
+
+
 def timed(argv: list[str], log: Path, env: dict | None = None) -> tuple[float, int, str]:
     started = time.perf_counter()
-    proc = subprocess.run(argv, cwd=REPO, env={**os.environ, **(env or {})},
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(argv, cwd=REPO, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{argv[0]} did not finish in {RUN_TIMEOUT} s: {' '.join(argv)}") from None
     seconds = time.perf_counter() - started
     log.write_text(f"$ {' '.join(argv)}\n# exit {proc.returncode} in {seconds:.2f} s\n"
                    f"{proc.stdout}\n--- stderr ---\n{proc.stderr}")

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             Lab(args.hosts) as lab_sha:
         worktree = Path(tmp) / "base"
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-f", str(worktree), base],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, timeout=120)
         try:
             sides = {}
             for name, lab, checkout, commit in (("base", lab_base, worktree, base), ("sha", lab_sha, None, sha)):
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {name:4} re-run {i + 1}: {seconds:.2f} s  load {os.getloadavg()[0]:.1f}", flush=True)
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(worktree)],
-                           capture_output=True)
+                           capture_output=True, timeout=120)
     old, new = statistics.median(sides["base"][2]), statistics.median(sides["sha"][2])
     print()
     print(f"machine: {machine_line(ansible=False)}; --forks {args.forks}")

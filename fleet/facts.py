@@ -24,6 +24,15 @@ def sh_path(path: str) -> str:
     return shlex.quote(path)
 
 
+def file_reading_command(path: str) -> str:
+    """Shell printing a file's inode, size, mtime (to the nanosecond), mode and owner, following
+    links: GNU stat, else BSD's (macOS); "missing" when there is no such file. `path` is already
+    quoted for the shell (or a "$variable"). The installer writes the same readings in its record
+    (runtime/soulgraph/hermes/install_record.py)."""
+    return (f"stat -L -c '%i %s %.9Y %a %u' {path} 2>/dev/null || "
+            f"stat -L -f '%i %z %Fm %Lp %u' {path} 2>/dev/null || echo missing")
+
+
 class Fact:
     name = ""
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import json
 
-from fleet.facts import sh_path
+from fleet.facts import file_reading_command, sh_path
 from fleet.operations.base import Context
 
 NOW = "::soulfleet-record-now::"
 
 # For each line of the record after the first, the reading taken now, one line each.
-READ_NOW = r"""
-tail -n +2 "$r" | while IFS="$(printf '\t')" read -r kind path _; do
+READ_NOW = f"""
+tail -n +2 "$r" | while IFS="$(printf '\\t')" read -r kind path _; do
   case $kind in
-    stat) stat -L -c '%i %s %.9Y %a %u' "$path" 2>/dev/null || stat -L -f '%i %z %Fm %Lp %u' "$path" 2>/dev/null || echo missing ;;
+    stat) {file_reading_command('"$path"')} ;;
     exists) if [ -e "$path" ]; then echo yes; else echo no; fi ;;
     *) echo "?" ;;
   esac

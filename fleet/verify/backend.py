@@ -20,6 +20,7 @@ from testinfra.backend.paramiko import ParamikoBackend
 from testinfra.host import Host
 
 from fleet.connections.base import CommandTimeout
+from fleet.connections.local import LocalConnection
 from fleet.connections.ssh import SSHConnection
 
 from .target import VerifyTarget
@@ -74,6 +75,11 @@ class StrictParamikoBackend(ParamikoBackend):
             chan.close()
         return chan.recv_exit_status(), stdout, stderr
 
+    def put(self, data: bytes, path: str, mode: int) -> None:
+        """Write a file on the host atomically (the fleet connection's own write)."""
+        _ = self.client  # connects on first use
+        self._connection.put(data, path, mode)
+
     def close(self) -> None:
         if "client" in self.__dict__:
             del self.__dict__["client"]
@@ -89,6 +95,10 @@ class NamedLocalBackend(LocalBackend):
 
     def get_pytest_id(self) -> str:
         return self.target.name
+
+    def put(self, data: bytes, path: str, mode: int) -> None:
+        """Write a file atomically (the fleet's local connection's own write)."""
+        LocalConnection(self.target.name).put(data, path, mode)
 
     def close(self) -> None:
         pass

@@ -20,8 +20,8 @@ from fleet.hermes_names import profile_command
 from fleet.shell_batch import batch_command, new_nonce, parse_batch
 
 from .backend import host_for
-from .probes import (HostFacts, Probe, fact_commands, followup_commands, record_self_check_command,
-                     recorded_self_check)
+from .probes import (HostFacts, Probe, fact_commands, followup_commands, recorded_self_check,
+                     self_check_record, self_check_record_path)
 from .target import HostLayout, VerifyTarget
 
 DEFAULT_FORKS = 10  # hosts worked on at once, as fleet-update's --forks
@@ -50,18 +50,18 @@ class HostSession:
         try:
             layout = self._layout()
             self.connected.set_result(layout)
-            commands, nonce = fact_commands(layout), new_nonce()
-            batch = self.host.run(batch_command(commands, nonce))
-            answers = parse_batch(_text(batch.stdout_bytes), nonce, commands)
+            reads, nonce = fact_commands(layout), new_nonce()
+            batch = self.host.run(batch_command(reads, nonce))
+            answers = parse_batch(_text(batch.stdout_bytes), nonce, reads)
             facts = HostFacts({name: Probe(rc, out) for name, (rc, out) in answers.items()}, layout)
             self.facts.set_result(facts)
             recorded = None if self.full else recorded_self_check(facts)
             commands = followup_commands(self.target, layout, facts, self.hermes, self_check=recorded is None)
             pending: dict[str, Future[Probe]] = {name: Future() for name in commands}
             if recorded is not None:
-                self.self_check_recorded_at = json.loads(recorded.out).get("recorded_at") or "an earlier run"
+                answer, self.self_check_recorded_at = recorded
                 pending["self_check"] = Future()
-                pending["self_check"].set_result(recorded)
+                pending["self_check"].set_result(answer)
             self.followups.set_result(pending)
         except BaseException as exc:  # every check of the host fails with it (unreachable, ...)
             for future in (self.connected, self.facts, self.followups):
@@ -87,8 +87,9 @@ class HostSession:
             return
         if self_check.ok and isinstance(report, dict) and report.get("ok"):
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            try:
-                self.host.run(record_self_check_command(facts, report, stamp))
+            try:  # the fleet connection's atomic write, readable by the host's user only
+                self.host.backend.put(self_check_record(facts, report, stamp), self_check_record_path(facts.layout),
+                                      0o600)
             except Exception:
                 pass  # no record: the next verification runs the self-check again
 
