@@ -196,6 +196,12 @@ class SoulGraph:
         # The audit trail: one entry per lifecycle change (memory/lifecycle.py), oldest first.
         self.audit: list[dict[str, Any]] = []
         self._before_audit = 0
+        # Bumped by every change to nodes or edges: caches built from the graph (the sibling
+        # order of engine/hybrid.py) know when to start again.
+        self.generation = 0
+        # Called with a node's id whenever it is inserted or taken out, so a side index (the
+        # vectors of store/vectors.py) can follow without scanning the graph.
+        self.watchers: list[Callable[[str], None]] = []
 
     # ----------------------------------------------------------------- nodes
     def __len__(self) -> int:
@@ -281,6 +287,9 @@ class SoulGraph:
 
     def _insert(self, node: Node) -> None:
         self._keep(node.id)
+        self.generation += 1
+        for watcher in self.watchers:
+            watcher(node.id)
         self.nodes[node.id] = node
         self.dirty.add(node.id)
         self.parents.setdefault(node.id, set())
@@ -356,6 +365,7 @@ class SoulGraph:
         self._keep(child)
         self.children[parent].add(child)
         self.parents[child].add(parent)
+        self.generation += 1
         self.dirty.add(child)  # a node's file record carries its parents
 
     def _reaches(self, start: str, goal: str) -> bool:
@@ -957,12 +967,16 @@ class SoulGraph:
                 self.get(parent)
                 self.children[parent].add(node_id)
             self.parents[node_id] = wanted
+            self.generation += 1
         if cooler:
             self._tiers = RecencyTiers(self._hottest_slots)
 
     def _remove_node_data(self, node: Node) -> None:
         """Take a node out of every structure but the edges."""
         del self.nodes[node.id]
+        self.generation += 1
+        for watcher in self.watchers:
+            watcher(node.id)
         for tag in node.tags:
             ids = self.tags.get(tag)
             if ids is not None:

@@ -132,6 +132,43 @@ class Recall(_GraphRetriever):
         return [hit.node.id for hit in ranking.recall(self.graph, text, k)]
 
 
+class RecallWithoutNeighbours(_GraphRetriever):
+    """recall as it was before neighbour context (engine/hybrid.py): the graph's search, trust,
+    replacements and variety only."""
+
+    name = "recall_no_context"
+
+    def ask(self, text: str, k: int) -> list[str]:
+        return [hit.node.id for hit in ranking.recall(self.graph, text, k, neighbours=False)]
+
+
+class Hybrid(_GraphRetriever):
+    """What soul_query returns with the `embed` extra: recall, its neighbour context, and for a
+    question the static vectors fused in (engine/hybrid.py). Built inline, with no file."""
+
+    name = "hybrid"
+
+    def __init__(self, graph: SoulGraph) -> None:
+        super().__init__(graph)
+        from soulgraph.store.vectors import VectorStore
+
+        self.vectors = VectorStore(None, background=False)
+        if not self.vectors.enabled:
+            raise RuntimeError(f"method {self.name!r} needs the vectors: {self.vectors.reason}")
+
+    def ask(self, text: str, k: int) -> list[str]:
+        return [hit.node.id for hit in ranking.recall(self.graph, text, k, vectors=self.vectors)]
+
+
+class HybridRelated(Hybrid):
+    """What soul_related returns with the `embed` extra: hybrid's hits, then their DAG neighbours."""
+
+    name = "hybrid_related"
+
+    def ask(self, text: str, k: int) -> list[str]:
+        return [hit.node.id for hit in ranking.related(self.graph, text, k, vectors=self.vectors)]
+
+
 class RecallRelated(_GraphRetriever):
     """What soul_related returns: recall's hits, then their DAG parents and children."""
 
@@ -176,6 +213,9 @@ METHODS: dict[str, Callable[[SoulGraph], Retriever]] = {
     "recall": Recall,
     "related": Related,
     "recall_related": RecallRelated,
+    "recall_no_context": RecallWithoutNeighbours,
+    "hybrid": Hybrid,
+    "hybrid_related": HybridRelated,
     "related_no_recency": RelatedNoRecency,
     "hot": Hot,
 }

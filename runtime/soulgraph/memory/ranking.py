@@ -35,8 +35,9 @@ import functools
 import itertools
 import math
 from collections import Counter
-from typing import Callable
+from typing import Callable, Protocol
 
+from soulgraph.engine import hybrid, when
 from soulgraph.engine.graph import ACTIVE, Hit, Node, SoulGraph
 from soulgraph.engine.index import words
 from soulgraph.memory import record
@@ -47,6 +48,16 @@ MMR_LAMBDA = 0.5
 DUPLICATE_OVERLAP = 0.6
 MMR_DEPTH = 10  # how many of the first results the pass orders
 DUPLICATE_MIN_WORDS = 3
+CONTEXT_DEPTH = 200  # engine hits neighbour context looks at: an answer may sit beside a weaker hit
+VECTOR_DEPTH = 200  # nearest nodes the vectors bring to the fusion
+
+
+class Vectors(Protocol):
+    """What recall needs of the vectors (store/vectors.py's VectorStore)."""
+
+    def ready(self, graph: SoulGraph) -> bool: ...
+
+    def nearest(self, text: str, n: int, accept: Callable[[str], bool]) -> list[tuple[str, float]]: ...
 
 
 def pool(k: int) -> int:
@@ -84,12 +95,13 @@ def ranking_strength(node: Node, now: float, half_life: float = record.STRENGTH_
 
 def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None, tag: str | None = None,
            include_archived: bool = False, where: Callable[[Node], bool] | None = None,
-           recency_weight: float | None = None, mmr_lambda: float | None = None) -> list[Hit]:
+           recency_weight: float | None = None, mmr_lambda: float | None = None,
+           vectors: Vectors | None = None, neighbours: bool = True) -> list[Hit]:
     """The k memories recall returns for `text`, best first (see the module text)."""
     if k <= 0:
         return []
-    found = graph.query(text, pool(k), hint=hint, tag=tag, include_archived=include_archived, where=where,
-                        recency_weight=recency_weight)
+    found = graph.query(text, max(pool(k), CONTEXT_DEPTH) if neighbours else pool(k), hint=hint, tag=tag,
+                        include_archived=include_archived, where=where, recency_weight=recency_weight)
     now, half_life = graph.clock(), graph.strength_half_life
     hits: dict[str, Hit] = {}
     reordered = False
@@ -103,14 +115,39 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
             hits[hit.node.id], reordered = hit, True
     # The search's own order is (-score, id) already, unless a score changed here.
     ranked = sorted(hits.values(), key=lambda h: (-h.score, h.node.id)) if reordered else found
+    if neighbours or vectors is not None:
+        ranked = _hybrid(graph, text, ranked, k, tag, include_archived, where, vectors, neighbours)
     question = frozenset(words(text) | (words(hint) if hint else set()))
     return diversify(ranked, k, MMR_LAMBDA if mmr_lambda is None else mmr_lambda, question)
 
 
-def related(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None) -> list[Hit]:
+def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | None, include_archived: bool,
+            where: Callable[[Node], bool] | None, vectors: Vectors | None, neighbours: bool,
+            time_aware: bool = True) -> list[Hit]:
+    """Neighbour context, the vectors for a question, and the time it names (engine/hybrid.py)."""
+
+    def accept(node: Node) -> bool:
+        return ((include_archived or node.status == ACTIVE) and (tag is None or tag in node.tags)
+                and (where is None or where(node)))
+
+    if neighbours:
+        ranked = hybrid.with_neighbours(graph, hybrid.siblings_of(graph), ranked, accept)
+    if vectors is not None and hybrid.is_question(text) and vectors.ready(graph):
+        nodes = graph.nodes
+        nearest = vectors.nearest(text, max(pool(k), VECTOR_DEPTH), lambda i: i in nodes and accept(nodes[i]))
+        ranked = hybrid.fuse(graph, ranked, [node_id for node_id, _ in nearest])
+    if time_aware:
+        span = when.window(text, graph.clock())
+        if span is not None:
+            ranked = hybrid.in_time(ranked, span)
+    return ranked
+
+
+def related(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
+            vectors: Vectors | None = None) -> list[Hit]:
     """What `soul_related` returns: recall's hits, then their DAG parents and children
     (`SoulGraph.related`; neighbours inherit a share of a hit's score, all sorted by score)."""
-    return graph.related(text, k, hint=hint, hits=recall(graph, text, k, hint=hint))
+    return graph.related(text, k, hint=hint, hits=recall(graph, text, k, hint=hint, vectors=vectors))
 
 
 def _replacements(graph: SoulGraph, text: str, hint: str | None, hits: dict[str, Hit], k: int, tag: str | None,

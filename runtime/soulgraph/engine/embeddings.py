@@ -1,0 +1,150 @@
+"""Vectors for memories: a static embedding model and an index of one vector per node.
+
+The model is a table with one row per WordPiece token, distilled from all-MiniLM-L6-v2
+(bench/distill_static.py, docs/embeddings.md): a text's vector is the mean of its tokens'
+rows, normalised, so embedding costs a tokenisation and a gather (about 0.1 ms), with no
+neural network at run time. It ships inside the runtime (engine/static_model/, 12 MB) and
+needs numpy, the `embed` extra; without numpy `available()` is False and search is lexical.
+
+`VectorIndex` holds the vectors of a graph's nodes as rows of one float32 matrix; a search is
+one matrix-vector product. It is pure: store/vectors.py persists it beside the soul file.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from soulgraph.engine.wordpiece import WordPiece
+
+try:
+    import numpy as np
+except ImportError:  # the `embed` extra is not installed: every search stays lexical
+    np = None  # type: ignore[assignment]
+
+MODEL_DIR = Path(__file__).with_name("static_model")
+
+
+def available() -> bool:
+    """Can this Python embed at all (numpy installed, the model files present)?"""
+    return np is not None and (MODEL_DIR / "model.json").is_file()
+
+
+def unavailable_reason() -> str:
+    if np is None:
+        return "numpy is not installed (install the runtime's `embed` extra: pip install 'soulgraph[embed]')"
+    if not (MODEL_DIR / "model.json").is_file():
+        return f"the model files are missing from {MODEL_DIR}"
+    return ""
+
+
+class StaticModel:
+    def __init__(self, tokens: Sequence[str], table: Any, scales: Any, version: str):
+        if table.shape[0] != len(tokens) or scales.shape[0] != len(tokens):
+            raise ValueError(f"model files disagree: {len(tokens)} tokens, {table.shape[0]} rows, "
+                             f"{scales.shape[0]} scales")
+        self.tokenizer = WordPiece(tokens)
+        self.table = table  # int8, memory-mapped: only the rows a text uses are read
+        self.scales = scales
+        self.version = version
+        self.dimensions = int(table.shape[1])
+
+    @classmethod
+    def load(cls, folder: Path = MODEL_DIR) -> "StaticModel":
+        if np is None:
+            raise RuntimeError(unavailable_reason())
+        info = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+        tokens = (folder / "vocab.txt").read_text(encoding="utf-8").split("\n")
+        if tokens and tokens[-1] == "":
+            tokens.pop()
+        table = np.load(folder / "table.npy", mmap_mode="r")
+        scales = np.load(folder / "scales.npy")
+        return cls(tokens, table, scales, str(info["version"]))
+
+    def embed(self, text: str) -> Any:
+        """The text's unit vector (float32); all zeros when no token of it is known."""
+        ids = self.tokenizer.encode(text)
+        if not ids:
+            return np.zeros(self.dimensions, np.float32)
+        rows = np.asarray(ids, dtype=np.intp)
+        vector = self.scales[rows] @ self.table[rows].astype(np.float32)
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm > 0.0 else vector
+
+    def embed_many(self, texts: Iterable[str]) -> Any:
+        vectors = [self.embed(text) for text in texts]
+        if not vectors:
+            return np.zeros((0, self.dimensions), np.float32)
+        return np.stack(vectors)
+
+
+@functools.lru_cache(maxsize=1)
+def default_model() -> StaticModel:
+    """The shipped model, loaded once per process (its table is memory-mapped)."""
+    return StaticModel.load()
+
+
+class VectorIndex:
+    """Node id -> unit vector, as rows of one matrix that grows by doubling.
+
+    A removed node's row is zeroed and reused, so ids and rows never need renumbering. Each
+    row remembers a digest of the text it was made from (`digest`), so a caller can tell a
+    vector that no longer matches its node's text (store/vectors.py)."""
+
+    def __init__(self, dimensions: int, capacity: int = 64):
+        self.dimensions = dimensions
+        self.matrix = np.zeros((max(capacity, 1), dimensions), np.float32)
+        self.row_of: dict[str, int] = {}
+        self.id_of: list[str | None] = []
+        self.digest: dict[str, str] = {}
+        self._free: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.row_of
+
+    def put(self, node_id: str, vector: Any, digest: str = "") -> None:
+        row = self.row_of.get(node_id)
+        if row is None:
+            row = self._free.pop() if self._free else len(self.id_of)
+            if row == len(self.id_of):
+                self.id_of.append(None)
+            if row >= self.matrix.shape[0]:
+                grown = np.zeros((self.matrix.shape[0] * 2, self.dimensions), np.float32)
+                grown[: self.matrix.shape[0]] = self.matrix
+                self.matrix = grown
+            self.row_of[node_id] = row
+            self.id_of[row] = node_id
+        self.matrix[row] = vector
+        self.digest[node_id] = digest
+
+    def remove(self, node_id: str) -> None:
+        row = self.row_of.pop(node_id, None)
+        if row is None:
+            return
+        self.matrix[row] = 0.0
+        self.id_of[row] = None
+        self.digest.pop(node_id, None)
+        self._free.append(row)
+
+    def vector(self, node_id: str) -> Any:
+        return self.matrix[self.row_of[node_id]]
+
+    def nearest(self, query: Any, n: int) -> list[tuple[str, float]]:
+        """The n nodes most similar to `query` (cosine), best first; ties to the smaller id."""
+        used = len(self.id_of)
+        if n <= 0 or not self.row_of or not query.any():
+            return []
+        scores = self.matrix[:used] @ query
+        n = min(n, used)
+        top = np.argpartition(-scores, n - 1)[:n] if n < used else np.arange(used)
+        found = [(self.id_of[row], float(scores[row])) for row in top.tolist() if self.id_of[row] is not None]
+        found.sort(key=lambda pair: (-pair[1], pair[0]))
+        return found
+
+    def rows(self) -> list[tuple[str, int]]:
+        return sorted(self.row_of.items(), key=lambda pair: pair[1])

@@ -1,0 +1,151 @@
+"""What search adds to the word index: the memories around a hit, and vectors for questions.
+
+Two steps on a ranked list of hits (memory/ranking.py runs them inside recall):
+
+1. Neighbour context. A memory's meaning often sits in the one written just before it under
+   the same parent: "I go hiking" answers "what do you do to relax?". So a hit lends a share
+   of its score to the siblings written just after it (`NEXT_SHARE`) and just before it
+   (`PREVIOUS_SHARE`); siblings are the children of a common parent, in creation order. A
+   memory with no parent has no neighbours: the step never invents an order the agent did
+   not write down.
+2. Vectors, for questions only. When the query is a question in words ("what does she do to
+   relax?") and the vectors are ready, the ranking is fused with the vectors' nearest nodes by
+   reciprocal rank fusion (`RRF_K`, the vectors weighted `VECTOR_WEIGHT`). A query that is not
+   a question (a title, names, keywords) stays with the words and the graph's own links: on
+   the ledgers, where proposals build on proposals that share their rare names, every fusion
+   measured lowered recall (docs/embeddings.md has the tables).
+
+The fused scores are mapped back onto the word scale (the best fused hit keeps the best
+score of the list), so trust, variety and the tools' `score` keep their meaning.
+"""
+
+from __future__ import annotations
+
+import bisect
+import weakref
+import re
+from typing import Callable, Iterable
+
+from soulgraph.engine.graph import Hit, Node, SoulGraph
+
+NEXT_SHARE = 0.5  # what a hit lends the sibling written after it: an answer follows its question
+PREVIOUS_SHARE = 0.25  # ... and the one before it
+NEIGHBOUR_GAP = 3600.0  # seconds: siblings written further apart are not one exchange
+RRF_K = 60
+VECTOR_WEIGHT = 0.5
+TIME_BOOST = 2.0  # a memory from the time a question names (engine/when.py) scores this much more
+TIME_SLACK = 7 * 86400.0  # ... or from this long after it: things are told after they happen
+
+_AFTER_ANY_ID = "\U0010ffff"  # sorts after every id: the end of one moment's siblings
+_QUESTION_WORDS = frozenset("what when where who whom whose which why how".split())
+_FIRST_WORD = re.compile(r"[A-Za-z]+")
+
+
+def is_question(text: str) -> bool:
+    """A question in words: ends with '?' or opens with a wh-word ("how", "what", ...)."""
+    stripped = text.strip()
+    if stripped.endswith("?"):
+        return True
+    first = _FIRST_WORD.match(stripped)
+    return bool(first) and first.group(0).lower() in _QUESTION_WORDS
+
+
+class Siblings:
+    """Each parent's children in creation order, kept per graph generation (any change to
+    the graph's nodes or edges makes a new generation), sorted only for parents asked about."""
+
+    def __init__(self, graph: SoulGraph):
+        self.graph = graph
+        self._generation = -1
+        self._ordered: dict[str, list[tuple[float, str]]] = {}
+
+    def around(self, node_id: str) -> tuple[list[str], list[str]]:
+        """(siblings written just before, just after) the node, one per parent at most."""
+        graph = self.graph
+        if graph.generation != self._generation:
+            self._ordered.clear()
+            self._generation = graph.generation
+        node = graph.nodes[node_id]
+        before, after = [], []
+        for parent in graph.parents.get(node_id, ()):
+            ordered = self._ordered.get(parent)
+            if ordered is None:
+                nodes = graph.nodes
+                ordered = sorted((nodes[c].created_at, c) for c in graph.children[parent])
+                self._ordered[parent] = ordered
+            # Siblings written at the same moment have no order between them: not neighbours.
+            first = bisect.bisect_left(ordered, (node.created_at,))
+            if first > 0 and node.created_at - ordered[first - 1][0] <= NEIGHBOUR_GAP:
+                before.append(ordered[first - 1][1])
+            last = bisect.bisect_right(ordered, (node.created_at, _AFTER_ANY_ID))
+            if last < len(ordered) and ordered[last][0] - node.created_at <= NEIGHBOUR_GAP:
+                after.append(ordered[last][1])
+        return before, after
+
+
+def with_neighbours(graph: SoulGraph, siblings: Siblings, hits: list[Hit],
+                    accept: Callable[[Node], bool]) -> list[Hit]:
+    """The hits with their neighbours' shares added (see the module text), best first.
+    A neighbour that `accept` refuses (archived, another tag, out of a time range) gets none."""
+    if not hits:
+        return hits
+    scores = {hit.node.id: hit.score for hit in hits}
+    via = {hit.node.id: hit.via for hit in hits}
+    for hit in hits:
+        before, after = siblings.around(hit.node.id)
+        for share, neighbours in ((NEXT_SHARE, after), (PREVIOUS_SHARE, before)):
+            for other in neighbours:
+                if other not in scores:
+                    if not accept(graph.nodes[other]):
+                        continue
+                    scores[other], via[other] = 0.0, f"beside {hit.node.id}"
+                scores[other] += share * hit.score
+    nodes = graph.nodes
+    ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+    return [Hit(nodes[node_id], score, via[node_id]) for node_id, score in ranked]
+
+
+def fuse(graph: SoulGraph, hits: list[Hit], nearest: Iterable[str], weight: float = VECTOR_WEIGHT) -> list[Hit]:
+    """Reciprocal rank fusion of the hits and the vectors' nearest node ids (already filtered
+    by the caller), scaled so the best result scores what the best hit did."""
+    fused: dict[str, float] = {}
+    via: dict[str, str] = {}
+    for rank, hit in enumerate(hits, 1):
+        fused[hit.node.id] = 1.0 / (RRF_K + rank)
+        via[hit.node.id] = hit.via
+    for rank, node_id in enumerate(nearest, 1):
+        if node_id not in fused:
+            via[node_id] = "vector"
+        fused[node_id] = fused.get(node_id, 0.0) + weight / (RRF_K + rank)
+    if not fused:
+        return []
+    first = {hit.node.id: rank for rank, hit in enumerate(hits)}
+    ranked = sorted(fused.items(), key=lambda pair: (-pair[1], first.get(pair[0], len(first)), pair[0]))
+    top = hits[0].score if hits else 1.0
+    scale = top / ranked[0][1] if ranked[0][1] > 0 else 1.0
+    nodes = graph.nodes
+    return [Hit(nodes[node_id], score * scale, via[node_id]) for node_id, score in ranked]
+
+
+def memory_time(node: Node) -> float:
+    """When a memory's content happened, as far as the graph knows: valid_from, else its writing."""
+    return node.valid_from if node.valid_from is not None else node.created_at
+
+
+def in_time(hits: list[Hit], span: tuple[float, float]) -> list[Hit]:
+    """The hits with those from `span` (or `TIME_SLACK` after it) lifted by `TIME_BOOST`, best first."""
+    start, end, boost = span[0], span[1] + TIME_SLACK, TIME_BOOST
+    lifted = [Hit(hit.node, hit.score * boost, hit.via) if start <= memory_time(hit.node) < end else hit
+              for hit in hits]
+    return sorted(lifted, key=lambda hit: (-hit.score, hit.node.id))
+
+
+_SIBLINGS: "weakref.WeakKeyDictionary[SoulGraph, Siblings]" = weakref.WeakKeyDictionary()
+
+
+def siblings_of(graph: SoulGraph) -> Siblings:
+    """The graph's sibling order, kept between searches."""
+    found = _SIBLINGS.get(graph)
+    if found is None:
+        found = _SIBLINGS[graph] = Siblings(graph)
+    return found

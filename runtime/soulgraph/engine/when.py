@@ -1,0 +1,66 @@
+"""The time a question names: "on May 23, 2023", "in October 2023", "in June", "in 2022".
+
+`window(text, now)` finds the first such date and gives the span of time it covers, or None.
+Search (engine/hybrid.py) then favours memories from that span. Only dates written out are
+read: "last week" or "after the trip" depend on when the thing was said or on another
+memory, and guessing them wrongly would push the right answer down (docs/embeddings.md).
+
+A month without a year is its latest occurrence that has begun by `now`; a day without a
+year likewise. Times are UTC, as the graph's are.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from datetime import datetime, timedelta, timezone
+
+_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
+_MONTHS["sept"] = 9
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+# Most specific first: a day, then a month, then a year alone.
+_PATTERNS = [
+    ("day", re.compile(rf"\b{_MONTH}\s+{_DAY}(?:,\s*|\s+){_YEAR}\b", re.I)),   # May 23, 2023
+    ("day", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I)),  # 23 May, 2023
+    ("day", re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:,\s*)?\d)", re.I)),      # May 23
+    ("month", re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.I)),         # October 2023
+    ("month", re.compile(rf"\b(?:in|during|of|since|until|by|early|late|mid)\s+(?:-\s*)?{_MONTH}\b", re.I)),  # in June
+    ("year", re.compile(rf"\b(?:in|during|of|since|until|by)\s+{_YEAR}\b", re.I)),  # in 2022
+]
+
+
+def _utc(year: int, month: int = 1, day: int = 1) -> float:
+    return datetime(year, month, day, tzinfo=timezone.utc).timestamp()
+
+
+def _month_span(year: int, month: int) -> tuple[float, float]:
+    end = _utc(year + 1, 1) if month == 12 else _utc(year, month + 1)
+    return _utc(year, month), end
+
+
+def window(text: str, now: float) -> tuple[float, float] | None:
+    """(start, end) in epoch seconds of the date `text` names, end exclusive; None if none."""
+    today = datetime.fromtimestamp(now, timezone.utc)
+    for unit, pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            found = match.groupdict()
+            month = _MONTHS.get((found.get("month") or "").lower().rstrip("."))
+            year = int(found["year"]) if found.get("year") else None
+            try:
+                if unit == "year":
+                    return _utc(year), _utc(year + 1)
+                if unit == "month":
+                    if year is None:  # the latest such month that has begun
+                        year = today.year if month <= today.month else today.year - 1
+                    return _month_span(year, month)
+                day = int(found["day"])
+                if year is None:
+                    year = today.year if (month, day) <= (today.month, today.day) else today.year - 1
+                start = datetime(year, month, day, tzinfo=timezone.utc)
+                return start.timestamp(), (start + timedelta(days=1)).timestamp()
+            except (ValueError, OverflowError):  # "February 30": not a date, look on
+                continue
+    return None

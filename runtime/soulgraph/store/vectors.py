@@ -1,0 +1,243 @@
+"""The vectors of a soul file's memories, kept beside it in ``soul.json.vectors``.
+
+The vectors are a cache: everything in them can be made again from soul.json, so nothing
+here can lose a memory. What the file saves is time: a start reads it instead of embedding
+every memory again.
+
+- The file holds the model's version stamp, and per node its id, a digest of the text the
+  vector was made from, and the vector (float16). A vector whose node's text changed, or
+  that belongs to no node, is dropped on load; a node without one is embedded.
+- A missing file, a corrupt one or one made by another model version is rebuilt in a
+  background thread; until it is ready search is lexical, and `status()` (which
+  soul_summary shows) says so and why.
+- Once ready, the vectors follow the graph through its watchers: an added memory is
+  embedded at the next search (about 0.1 ms), a removed one dropped. The file is written
+  again (atomically) when `SAVE_EVERY` vectors changed since it was written, after a
+  rebuild, and when the server stops.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from soulgraph.engine import embeddings
+from soulgraph.engine.graph import SoulGraph
+from soulgraph.store.atomic import write_atomically
+
+SUFFIX = ".vectors"
+SAVE_EVERY = 256  # changed vectors before the file is written again
+_SYNC_INLINE = 512  # more changes than this at once (a bulk import) go to the background
+
+
+def vectors_path(soul_path: Path) -> Path:
+    return soul_path.with_name(soul_path.name + SUFFIX)
+
+
+def digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+class VectorStore:
+    """One graph's vectors: `nearest(text, n)` once `ready()`, lexical fallback before."""
+
+    def __init__(self, path: Path | None, *, model_loader: Callable[[], Any] | None = None,
+                 background: bool = True, enabled: bool = True):
+        self.path = path
+        self.background = background
+        self._model_loader = model_loader or embeddings.default_model
+        self.model: Any = None
+        self.index: Any = None
+        self.graph: SoulGraph | None = None
+        self._pending: set[str] = set()
+        self._changed_since_save = 0
+        self._lock = threading.Lock()
+        self._building: threading.Thread | None = None
+        self._built: tuple[Any, Any, str] | None = None  # (model, index, how), handed over by the builder
+        self.state = "lexical"
+        self.reason = "" if enabled else "vectors are switched off (--no-embed)"
+        self.enabled = enabled and embeddings.available()
+        if enabled and not self.enabled:
+            self.reason = embeddings.unavailable_reason()
+        self.loaded_from = ""  # "file", "file + n embedded", "rebuilt: <why>"
+
+    # ------------------------------------------------------------------ the graph
+    def _watch(self, node_id: str) -> None:
+        self._pending.add(node_id)
+
+    def attach(self, graph: SoulGraph) -> None:
+        """Follow this graph (a reload gives a new one: every node is checked again)."""
+        if graph is self.graph:
+            return
+        if self.graph is not None and self._watch in self.graph.watchers:
+            self.graph.watchers.remove(self._watch)
+        self.graph = graph
+        graph.watchers.append(self._watch)
+        self._pending = set(graph.nodes)
+        if self.index is not None:
+            self._pending.update(self.index.row_of)
+
+    def ready(self, graph: SoulGraph) -> bool:
+        """Are the vectors usable for this graph now? Starts the load or rebuild if needed."""
+        if not self.enabled:
+            return False
+        self.attach(graph)
+        if self._built is not None:
+            with self._lock:
+                self.model, self.index, self.loaded_from = self._built
+                self._built, self._building = None, None
+            self.state, self.reason = "hybrid", ""
+        if self.index is None:
+            self._start_loading()
+            return False
+        if len(self._pending) > _SYNC_INLINE and self.background:
+            self._start_loading(rebuild_reason="")  # a bulk change: catch up in the background
+            return False
+        self._sync()
+        return True
+
+    def _sync(self) -> None:
+        if not self._pending:
+            return
+        graph, index, model = self.graph, self.index, self.model
+        changed = 0
+        for node_id in self._pending:
+            node = graph.nodes.get(node_id)
+            if node is None:
+                if node_id in index:
+                    index.remove(node_id)
+                    changed += 1
+                continue
+            mark = digest(node.content)
+            if index.digest.get(node_id) != mark:
+                index.put(node_id, model.embed(node.content), mark)
+                changed += 1
+        self._pending.clear()
+        self._changed_since_save += changed
+        if self._changed_since_save >= SAVE_EVERY:
+            self.save()
+
+    # ------------------------------------------------------------------ search
+    def nearest(self, text: str, n: int, accept: Callable[[str], bool]) -> list[tuple[str, float]]:
+        """Up to n (node id, cosine) nearest to `text` that `accept` keeps, best first."""
+        query = self.model.embed(text)
+        wanted = n
+        while True:
+            found = self.index.nearest(query, wanted)
+            kept = [(node_id, score) for node_id, score in found if accept(node_id)]
+            if len(kept) >= n or len(found) < wanted:
+                return kept[:n]
+            wanted *= 4  # a filter (a tag, a time range) kept too few: look further
+
+    def status(self) -> dict[str, Any]:
+        status: dict[str, Any] = {"mode": self.state}
+        if self.state == "hybrid":
+            status["model"] = self.model.version
+            status["vectors"] = len(self.index)
+        elif self.reason:
+            status["reason"] = self.reason
+        return status
+
+    # ------------------------------------------------------------------ loading
+    def _start_loading(self, rebuild_reason: str | None = None) -> None:
+        if self._building is not None:
+            return
+        graph = self.graph
+        texts = {node_id: node.content for node_id, node in graph.nodes.items()}  # taken here, in the caller's thread
+        self._pending.clear()
+        current = (self.model, self.index) if self.index is not None else None
+        if current is None:
+            self.state, self.reason = "lexical", "the vectors are loading"
+        else:
+            self.state, self.reason = "lexical", f"the vectors are catching up with {len(texts)} memories"
+            self.index = None
+        worker = threading.Thread(target=self._load, args=(texts, current), name="soulgraph-vectors", daemon=True)
+        self._building = worker
+        if self.background:
+            worker.start()
+        else:
+            worker.run()
+            self.ready(graph)
+
+    def _load(self, texts: dict[str, str], current: tuple[Any, Any] | None) -> None:
+        try:
+            model, index = current if current is not None else (self._model_loader(), None)
+            how = "memory"
+            if index is None:
+                index, how = self._read(model)
+            embedded = 0
+            for node_id in [i for i in index.row_of if i not in texts]:
+                index.remove(node_id)
+            for node_id, text in texts.items():
+                mark = digest(text)
+                if index.digest.get(node_id) != mark:
+                    index.put(node_id, model.embed(text), mark)
+                    embedded += 1
+            if embedded:
+                how = f"{how}, {embedded} embedded"
+                self._write(model, index)  # before the hand-over: then only the caller's thread touches it
+            with self._lock:
+                self._built = (model, index, how)
+        except Exception as exc:  # noqa: BLE001 - vectors are a cache: any failure leaves search lexical
+            with self._lock:
+                self._building = None
+            self.state, self.reason = "lexical", f"the vectors could not be built: {exc}"
+            self.enabled = False
+
+    def _read(self, model: Any) -> tuple[Any, str]:
+        """The index saved in the file, or a new empty one (saying why)."""
+        import numpy as np
+
+        index = embeddings.VectorIndex(model.dimensions)
+        if self.path is None:
+            return index, "built"
+        try:
+            with np.load(self.path, allow_pickle=False) as data:
+                version = str(data["model"])
+                if version != model.version:
+                    return index, f"rebuilt (the file was made by {version}, this is {model.version})"
+                ids, marks, matrix = data["ids"], data["digests"], data["matrix"]
+                if matrix.shape != (len(ids), model.dimensions) or len(marks) != len(ids):
+                    return index, "rebuilt (the file's arrays disagree)"
+                index = embeddings.VectorIndex(model.dimensions, capacity=len(ids) + 64)
+                for node_id, mark, row in zip(ids.tolist(), marks.tolist(), matrix):
+                    index.put(node_id, row.astype(np.float32), mark)
+            return index, "file"
+        except FileNotFoundError:
+            return index, "built (no vectors file yet)"
+        except Exception as exc:  # noqa: BLE001 - a corrupt cache is rebuilt, never trusted
+            return embeddings.VectorIndex(model.dimensions), f"rebuilt (the vectors file was unreadable: {type(exc).__name__})"
+
+    # ------------------------------------------------------------------ saving
+    def save(self) -> None:
+        if self.index is not None and self.model is not None:
+            self._write(self.model, self.index)
+
+    def _write(self, model: Any, index: Any) -> None:
+        if self.path is None:
+            return
+        import numpy as np
+
+        rows = index.rows()
+        ids = np.array([node_id for node_id, _ in rows], dtype=str)
+        marks = np.array([index.digest[node_id] for node_id, _ in rows], dtype=str)
+        matrix = index.matrix[[row for _, row in rows]].astype(np.float16) if rows else np.zeros((0, model.dimensions), np.float16)
+        buffer = io.BytesIO()
+        np.savez(buffer, model=np.array(model.version), ids=ids, digests=marks, matrix=matrix)
+        try:
+            write_atomically(self.path, buffer.getvalue(), default_mode=0o600)
+            self._changed_since_save = 0
+        except OSError as exc:
+            self.reason = f"the vectors file could not be written: {exc}"  # search still works
+        self.saved_at = time.time()
+
+    def wait(self, timeout: float = 60.0) -> bool:
+        """Wait for a background build (tests, benchmarks); True when none is left running."""
+        worker = self._building
+        if worker is not None and worker.is_alive():
+            worker.join(timeout)
+        return self._building is None or not self._building.is_alive()
