@@ -13,27 +13,37 @@ one matrix-vector product. It is pure: store/vectors.py persists it beside the s
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from soulgraph.engine.wordpiece import WordPiece
 
-try:
+if TYPE_CHECKING:
     import numpy as np
-except ImportError:  # the `embed` extra is not installed: every search stays lexical
-    np = None  # type: ignore[assignment]
+else:
+    np = None  # numpy, imported on first use (`_numpy`): a server start never pays for it
 
 MODEL_DIR = Path(__file__).with_name("static_model")
 
 
+def _numpy() -> Any:
+    global np
+    if np is None:
+        import numpy
+
+        np = numpy
+    return np
+
+
 def available() -> bool:
-    """Can this Python embed at all (numpy installed, the model files present)?"""
-    return np is not None and (MODEL_DIR / "model.json").is_file()
+    """Can this Python embed at all (numpy installed, the model files present)? Looks, imports nothing."""
+    return importlib.util.find_spec("numpy") is not None and (MODEL_DIR / "model.json").is_file()
 
 
 def unavailable_reason() -> str:
-    if np is None:
+    if importlib.util.find_spec("numpy") is None:
         return "numpy is not installed (install the runtime's `embed` extra: pip install 'soulgraph[embed]')"
     if not (MODEL_DIR / "model.json").is_file():
         return f"the model files are missing from {MODEL_DIR}"
@@ -53,8 +63,9 @@ class StaticModel:
 
     @classmethod
     def load(cls, folder: Path = MODEL_DIR) -> "StaticModel":
-        if np is None:
+        if not available():
             raise RuntimeError(unavailable_reason())
+        _numpy()
         info = json.loads((folder / "model.json").read_text(encoding="utf-8"))
         tokens = (folder / "vocab.txt").read_text(encoding="utf-8").split("\n")
         if tokens and tokens[-1] == "":
@@ -94,6 +105,7 @@ class VectorIndex:
     vector that no longer matches its node's text (store/vectors.py)."""
 
     def __init__(self, dimensions: int, capacity: int = 64):
+        _numpy()
         self.dimensions = dimensions
         self.matrix = np.zeros((max(capacity, 1), dimensions), np.float32)
         self.row_of: dict[str, int] = {}

@@ -33,6 +33,7 @@ from soulgraph.hermes import consolidate as consolidation, turns
 from soulgraph.memory import lifecycle, ranking, snapshot
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
+from soulgraph.store.vectors import VectorStore, vectors_path
 
 RECALL_BUDGET = 1500  # characters of recalled memory injected before a turn
 RECALL_LIMIT = 8
@@ -47,8 +48,10 @@ class ServiceError(Exception):
 
 
 class MemoryService:
-    def __init__(self, soul: SoulFile) -> None:
+    def __init__(self, soul: SoulFile, *, embed: bool = True) -> None:
         self.soul = soul
+        # Vectors for recall's questions (store/vectors.py); lexical until they are ready.
+        self.vectors = VectorStore(vectors_path(soul.path), enabled=embed)
         self.ops: dict[str, Callable[..., Any]] = {
             "hello": self.hello, "snapshot": self.snapshot, "recall": self.recall, "sync_turn": self.sync_turn,
             "consolidate": self.consolidate, "memory_write": self.memory_write, "status": self.status,
@@ -91,7 +94,7 @@ class MemoryService:
         # Asked a little deeper to make up for the session's own turns left out, but never
         # deeper than twice the limit: a long session must not make every recall a deep one.
         depth = int(limit) + min(len(skip), int(limit)) + 2
-        hits = [h for h in ranking.related(graph, query, depth)
+        hits = [h for h in ranking.related(graph, query, depth, vectors=self.vectors)
                 if h.node.id not in skip and h.node.privacy == "normal" and h.node.source != "hermes:session"]
         hits = hits[: int(limit)]
         lines, ids, used = [], [], 0
@@ -112,8 +115,9 @@ class MemoryService:
 
     def status(self) -> dict[str, Any]:
         graph = self.graph()
+        self.vectors.ready(graph)  # starts loading them, if not yet
         return {"soul_file": str(self.soul.path), "nodes": len(graph.nodes),
-                "turns": len(graph.tags.get(turns.TURN_TAG, ()))}
+                "turns": len(graph.tags.get(turns.TURN_TAG, ())), "search": self.vectors.status()}
 
     # ------------------------------------------------------------------ writes
     def sync_turn(self, user: str = "", assistant: str = "", session_id: str = "", platform: str = "",
@@ -200,7 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     stdin = open(sys.stdin.fileno(), "r", encoding="utf-8", errors="replace", closefd=False)
     stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)
-    serve(MemoryService(soul), stdin, stdout)
+    service = MemoryService(soul)
+    try:
+        serve(service, stdin, stdout)
+    finally:
+        service.vectors.save()  # the next start reads them instead of embedding again
     return 0
 
 

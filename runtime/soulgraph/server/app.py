@@ -36,6 +36,7 @@ from soulgraph.server import markdown_tools, memory_tools, shapes, stdio
 from soulgraph.server.answers import tool_calls, tool_registrar
 from soulgraph.server.toolsets import DEFAULT_TOOLSETS, GRAPH_TOOLS, TOOLSETS, parse_toolsets, problem, tool_names  # noqa: F401
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
+from soulgraph.store.vectors import VectorStore, vectors_path
 
 TOOL_NAMES = GRAPH_TOOLS  # the default server's tools
 
@@ -71,8 +72,11 @@ def _iso(seconds: float) -> str:
 class SoulTools:
     """The graph operations behind the tools, with results shaped for an agent."""
 
-    def __init__(self, soul: SoulFile):
+    def __init__(self, soul: SoulFile, embed: bool = True):
         self.soul = soul
+        # Vectors beside the word index (store/vectors.py): used for questions once ready;
+        # without the `embed` extra, or while they load, search is lexical and says so.
+        self.vectors = VectorStore(vectors_path(soul.path), enabled=embed)
 
     def brief(self, node: Node, **extra: Any) -> dict[str, Any]:
         """A node in a list of results: what an agent reads to decide, and no more. Every
@@ -160,13 +164,13 @@ def preload_after_handshake(soul: SoulFile):
 
 def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS,
                  markdown_folder: files.Folder | None = None, ask_timeout: float = 60.0,
-                 structured_only: bool = False) -> MCPServer:
+                 structured_only: bool = False, embed: bool = True) -> MCPServer:
     """The server with the tools of `toolsets` (TOOLSETS); the default is the 13 graph tools.
     `structured_only`: answers carry structuredContent alone, no text copy (server/answers.py)."""
     wrong = problem(tuple(toolsets))
     if wrong:
         raise ValueError(wrong)
-    tools = SoulTools(soul)
+    tools = SoulTools(soul, embed=embed)
     server = MCPServer(
         name="soul",
         version=__version__,
@@ -191,6 +195,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         describes the task at hand, the memory that best matches it with a short walk to
         what it was built on and what was built on it."""
         graph = tools.read()
+        tools.vectors.ready(graph)  # a session starts here: start loading the vectors, if not yet
         primed = graph.prime(context, limit)
         focus = primed["focus"]
         return {
@@ -206,7 +211,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         hit's DAG parents and children, so the old foundation under a recent match is found
         too. Use before building on earlier work."""
         graph = tools.read()
-        return {"results": tools.hits(ranking.related(graph, query, limit, hint=hint or None))}
+        return {"results": tools.hits(ranking.related(graph, query, limit, hint=hint or None, vectors=tools.vectors))}
 
     @tool(READ)
     async def soul_query(query: QueryText, limit: Limit = 10, hint: Hint = "", tag: Tag | None = None,
@@ -232,7 +237,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         graph = tools.read()
         out_of_recall_too = include_archived or times["valid_at"] is not None or status not in (None, record.DEFAULT_STATUS)
         found = ranking.recall(graph, query, limit, hint=hint or None, tag=tag, where=accept,
-                               include_archived=out_of_recall_too)
+                               include_archived=out_of_recall_too, vectors=tools.vectors)
         return {"results": tools.hits(found)}
 
     @tool(READ)
@@ -340,6 +345,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         summary["open_hypotheses"] = [{"id": n.id, "content": n.content, "tags": n.tags, "parents": parents}
                                       for n, parents in graph.hypotheses()[:50]]
         summary["soul_file"] = str(soul.path)
+        summary["search"] = tools.vectors.status()
         return summary
 
     # The capabilities the server advertises are real: one resource and one prompt.
@@ -357,6 +363,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
             if task else "\nCall soul_prime with the task as context once you know it."
         return f"Your long-term memory (soul graph) holds:\n\n{text}{ask}"
 
+    server.soul_tools = tools  # main() saves the vectors through it when the server stops
     if "memory" in toolsets:
         memory_tools.register(server, tools)
     if "markdown" in toolsets:
@@ -393,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--structured-only", action="store_true",
                         help="answer with structuredContent alone, no text copy: for clients that show both to "
                         "the model (Hermes; python -m soulgraph.install writes it into Hermes' entry)")
+    parser.add_argument("--no-embed", action="store_true",
+                        help="search with words and links only, even where the `embed` extra is installed")
     parser.add_argument("--ask-timeout", type=_number_up_to("seconds", 3600), default=60.0, metavar="SECONDS",
                         help="soul_ask's deadline for the LLM provider's answer (default: 60)")
     args = parser.parse_args(argv)
@@ -405,8 +414,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     folder = files.Folder((args.soul_dir or soul.path.parent).expanduser().absolute(), args.allow_outside_soul_dir)
     server = build_server(soul, preload=still_to_read, toolsets=args.toolsets, markdown_folder=folder,
-                          ask_timeout=args.ask_timeout, structured_only=args.structured_only)
-    anyio.run(stdio.serve, server)  # the SDK's stdio, answering lines it cannot parse (server/stdio.py)
+                          ask_timeout=args.ask_timeout, structured_only=args.structured_only,
+                          embed=not args.no_embed)
+    try:
+        anyio.run(stdio.serve, server)  # the SDK's stdio, answering lines it cannot parse (server/stdio.py)
+    finally:
+        server.soul_tools.vectors.save()  # the next start reads them instead of embedding again
     return 0
 
 

@@ -91,6 +91,13 @@ class Explored(TypedDict):
     warnings: NotRequired[list[str]]
 
 
+class Search(TypedDict):
+    mode: Literal["hybrid", "lexical"]  # hybrid: words, links and vectors; lexical: words and links
+    model: NotRequired[str]  # hybrid: the embedding model's version stamp
+    vectors: NotRequired[int]  # hybrid: memories with a vector
+    reason: NotRequired[str]  # lexical: why (no `embed` extra, loading, switched off)
+
+
 class Summary(TypedDict):
     nodes: int
     edges: int
@@ -100,6 +107,7 @@ class Summary(TypedDict):
     hot: list[Brief]
     open_hypotheses: list[Hypothesis]  # newest first, up to 50
     soul_file: str
+    search: Search
 
 
 class Forgotten(TypedDict):

@@ -86,19 +86,23 @@ class VectorStore:
         if not self.enabled:
             return False
         self.attach(graph)
-        if self._built is not None:
-            with self._lock:
-                self.model, self.index, self.loaded_from = self._built
-                self._built, self._building = None, None
-            self.state, self.reason = "hybrid", ""
-        if self.index is None:
+        self._take_built()
+        if self.index is None or (len(self._pending) > _SYNC_INLINE and self.background):
+            # Nothing loaded yet, or a bulk change (an import) to catch up with: in the background.
             self._start_loading()
-            return False
-        if len(self._pending) > _SYNC_INLINE and self.background:
-            self._start_loading(rebuild_reason="")  # a bulk change: catch up in the background
-            return False
+            self._take_built()  # done already when not in the background
+            if self.index is None:
+                return False
         self._sync()
         return True
+
+    def _take_built(self) -> None:
+        with self._lock:
+            if self._built is None:
+                return
+            self.model, self.index, self.loaded_from = self._built
+            self._built, self._building = None, None
+        self.state, self.reason = "hybrid", ""
 
     def _sync(self) -> None:
         if not self._pending:
@@ -134,6 +138,7 @@ class VectorStore:
             wanted *= 4  # a filter (a tag, a time range) kept too few: look further
 
     def status(self) -> dict[str, Any]:
+        self._take_built()
         status: dict[str, Any] = {"mode": self.state}
         if self.state == "hybrid":
             status["model"] = self.model.version
@@ -143,7 +148,7 @@ class VectorStore:
         return status
 
     # ------------------------------------------------------------------ loading
-    def _start_loading(self, rebuild_reason: str | None = None) -> None:
+    def _start_loading(self) -> None:
         if self._building is not None:
             return
         graph = self.graph
@@ -161,7 +166,6 @@ class VectorStore:
             worker.start()
         else:
             worker.run()
-            self.ready(graph)
 
     def _load(self, texts: dict[str, str], current: tuple[Any, Any] | None) -> None:
         try:

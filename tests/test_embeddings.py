@@ -1,0 +1,296 @@
+"""The vectors (issue 15): WordPiece, the static model, the vector index and its file, and what
+search does with them: neighbour context, time-aware questions, vectors fused in for questions.
+
+The MCP tests drive the real server through the SDK's client; the Hermes provider's recall is
+covered in test_hermes_provider.py's own tests (it passes the same VectorStore)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from soulgraph.engine import embeddings, hybrid, when
+from soulgraph.engine.embeddings import StaticModel, VectorIndex
+from soulgraph.engine.graph import Hit, SoulGraph
+from soulgraph.engine.wordpiece import WordPiece
+from soulgraph.memory import ranking
+from soulgraph.store import SoulFile
+from soulgraph.store.vectors import VectorStore, vectors_path
+from tests.mcp_session import with_server
+
+MODEL = embeddings.default_model()
+
+
+def day(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
+
+
+# ---------------------------------------------------------------- WordPiece
+def test_wordpiece_gives_berts_ids():
+    encode = MODEL.tokenizer.encode
+    # Ids of bert-base-uncased's vocabulary: [UNK] = 100, "hello" = 7592, "world" = 2088.
+    assert encode("Hello, world!") == [7592, 1010, 2088, 999]
+    assert encode("  HELLO\tworld ") == [7592, 2088]
+    assert encode("Café") == encode("cafe")  # accents stripped, as BERT uncased does
+    assert encode("hiking") == [13039]
+    assert encode("unhappiness")[0] != MODEL.tokenizer.unknown and len(encode("unhappiness")) > 1
+    assert encode("x" * 101) == [100]  # a word longer than BERT's limit is [UNK]
+    assert encode("") == [] and encode("\u200b\x00") == []
+
+
+def test_wordpiece_refuses_a_vocabulary_without_unk():
+    with pytest.raises(ValueError, match="UNK"):
+        WordPiece(["a", "b"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_wordpiece_ids_are_in_the_vocabulary(text):
+    ids = MODEL.tokenizer.encode(text)
+    assert all(0 <= i < len(MODEL.tokenizer) for i in ids)
+
+
+# ---------------------------------------------------------------- the model
+def test_embedding_is_a_unit_vector_and_meaning_outweighs_words():
+    vector = MODEL.embed("I go hiking in the mountains every weekend")
+    assert vector.shape == (MODEL.dimensions,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+    question = MODEL.embed("What outdoor activities does she enjoy?")
+    related = float(question @ MODEL.embed("I go hiking in the mountains every weekend"))
+    unrelated = float(question @ MODEL.embed("The quarterly invoice is due to accounting on Friday"))
+    assert related > unrelated + 0.05  # static mean vectors share a common direction: margins are small
+    assert not MODEL.embed("").any()
+
+
+def test_the_model_stamp_names_this_build():
+    assert MODEL.version.startswith("minilm-static-384-") and MODEL.dimensions == 384
+
+
+# ---------------------------------------------------------------- the index
+def test_vector_index_grows_reuses_rows_and_ranks_by_cosine():
+    index = VectorIndex(3, capacity=1)
+    for node_id, vector in (("a", [1, 0, 0]), ("b", [0, 1, 0]), ("c", [0.8, 0.6, 0])):
+        index.put(node_id, np.array(vector, np.float32), node_id)
+    assert index.matrix.shape[0] >= 3
+    assert [i for i, _ in index.nearest(np.array([1, 0, 0], np.float32), 2)] == ["a", "c"]
+    index.remove("a")
+    assert "a" not in index and [i for i, _ in index.nearest(np.array([1, 0, 0], np.float32), 5)][0] == "c"
+    index.put("d", np.array([0, 0, 1], np.float32))
+    assert index.row_of["d"] == 0  # the freed row
+    assert index.nearest(np.zeros(3, np.float32), 3) == []
+
+
+# ---------------------------------------------------------------- the vector store
+def _graph_with(texts: list[str]) -> SoulGraph:
+    graph = SoulGraph(clock=lambda: day("2024-01-01"))
+    for text in texts:
+        graph.add(text)
+    return graph
+
+
+def test_vectors_are_saved_beside_the_soul_file_and_read_back(tmp_path):
+    path = vectors_path(tmp_path / "soul.json")
+    graph = _graph_with(["I go hiking every weekend", "The build needs Python 3.11"])
+    first = VectorStore(path, background=False)
+    assert first.ready(graph) and first.status()["mode"] == "hybrid" and first.status()["vectors"] == 2
+    assert path.is_file() and path.stat().st_mode & 0o777 == 0o600
+    assert first.loaded_from.startswith("built")
+
+    second = VectorStore(path, background=False)
+    graph.add("A third memory, written since")
+    assert second.ready(graph)
+    assert second.loaded_from == "file, 1 embedded"  # the two saved vectors were read, not made again
+    assert len(second.index) == 3
+
+
+def test_a_vectors_file_of_another_model_or_corrupt_is_rebuilt(tmp_path):
+    path = vectors_path(tmp_path / "soul.json")
+    graph = _graph_with(["I go hiking every weekend"])
+    VectorStore(path, background=False).ready(graph)
+    other = StaticModel(MODEL.tokenizer.ids, MODEL.table, MODEL.scales, "another-model-1")
+    store = VectorStore(path, background=False, model_loader=lambda: other)
+    assert store.ready(graph)
+    assert "made by minilm-static" in store.loaded_from and "this is another-model-1" in store.loaded_from
+
+    path.write_bytes(b"PK\x03\x04 not really a zip")
+    store = VectorStore(path, background=False)
+    assert store.ready(graph) and "unreadable" in store.loaded_from
+    assert len(store.index) == 1
+
+
+def test_search_is_lexical_while_the_vectors_load_and_says_so(tmp_path):
+    release = threading.Event()
+
+    def slow_model():
+        release.wait(30)
+        return MODEL
+
+    graph = _graph_with(["I go hiking every weekend"])
+    store = VectorStore(vectors_path(tmp_path / "soul.json"), model_loader=slow_model)
+    assert not store.ready(graph)
+    assert store.status() == {"mode": "lexical", "reason": "the vectors are loading"}
+    # recall still answers, from the words alone
+    assert [h.node.content for h in ranking.recall(graph, "what about hiking?", 3, vectors=store)]
+    release.set()
+    assert store.wait(30) and store.ready(graph) and store.status()["mode"] == "hybrid"
+
+
+def test_without_the_embed_extra_search_is_lexical_and_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setattr(embeddings.importlib.util, "find_spec", lambda name: None)
+    store = VectorStore(vectors_path(tmp_path / "soul.json"))
+    assert not store.ready(_graph_with(["x"]))
+    assert store.status()["mode"] == "lexical" and "soulgraph[embed]" in store.status()["reason"]
+    assert VectorStore(None, enabled=False).status()["reason"].endswith("(--no-embed)")
+
+
+def test_the_vectors_follow_the_graph(tmp_path):
+    graph = _graph_with(["I go hiking every weekend"])
+    store = VectorStore(None, background=False)
+    assert store.ready(graph)
+    node = graph.add("We adopted a puppy named Biscuit")
+    store.ready(graph)
+    assert node.id in store.index
+    graph.remove(node.id)
+    store.ready(graph)
+    assert node.id not in store.index and len(store.index) == 1
+
+
+# ---------------------------------------------------------------- search
+def test_a_question_is_told_from_a_title():
+    assert hybrid.is_question("what does she do to relax")
+    assert hybrid.is_question("Did the build pass?")
+    assert not hybrid.is_question("EIP-1559: fee market change")
+    assert not hybrid.is_question("whatever works")
+
+
+@pytest.mark.parametrize("text, span", [
+    ("What did she paint on October 13, 2023?", ("2023-10-13", "2023-10-14")),
+    ("What did Gina find on 1 February, 2023?", ("2023-02-01", "2023-02-02")),
+    ("What setback did he face in October 2023?", ("2023-10-01", "2023-11-01")),
+    ("When did Melanie go camping in June?", ("2023-06-01", "2023-07-01")),  # the latest June by now
+    ("What happened in December?", ("2022-12-01", "2023-01-01")),  # December 2023 has not begun
+    ("What changed in 2022?", ("2022-01-01", "2023-01-01")),
+    ("What may I ask?", None),
+    ("Due on February 30, 2023", None),
+])
+def test_the_time_a_question_names(text, span):
+    found = when.window(text, day("2023-11-01"))
+    expected = None if span is None else (day(span[0]), day(span[1]))
+    assert found == expected
+
+
+def _conversation() -> SoulGraph:
+    now = day("2023-07-01")
+    graph = SoulGraph(clock=lambda: now)
+    june = graph.add("Session 1", node_id="s1", created_at=day("2023-06-10"))
+    graph.add("Caroline: What do you do to unwind after work?", parents=[june.id], node_id="t1",
+              created_at=day("2023-06-10") + 1)
+    graph.add("Melanie: I go hiking in the mountains, every single weekend.", parents=[june.id], node_id="t2",
+              created_at=day("2023-06-10") + 2)
+    may = graph.add("Session 0", node_id="s0", created_at=day("2023-05-02"))
+    graph.add("Melanie: I painted a sunset with my kids.", parents=[may.id], node_id="t0",
+              created_at=day("2023-05-02") + 1)
+    for n in range(20):
+        graph.add(f"Note {n} about the quarterly budget review and invoices", node_id=f"x{n}")
+    return graph
+
+
+def test_an_answer_is_found_through_the_question_written_before_it():
+    graph = _conversation()
+    # t2 shares only "Melanie" with the question, as t0 does; the turn before t2 shares "unwind".
+    scores = {h.node.id: h.score for h in ranking.recall(graph, "What does Melanie do to unwind?", 5)}
+    assert scores["t2"] > 2 * scores["t0"]
+    without = {h.node.id: h.score for h in ranking.recall(graph, "What does Melanie do to unwind?", 5,
+                                                            neighbours=False)}
+    assert without["t2"] == pytest.approx(without["t0"], rel=1e-6)  # the same words; recency aside
+
+
+def test_siblings_apart_or_at_one_moment_are_not_neighbours():
+    graph = SoulGraph(clock=lambda: 10_000.0)
+    graph.add("root", node_id="p", created_at=0.0)
+    graph.add("a", parents=["p"], node_id="a", created_at=100.0)
+    graph.add("b", parents=["p"], node_id="b", created_at=100.0)  # same moment as a
+    graph.add("c", parents=["p"], node_id="c", created_at=200.0 + hybrid.NEIGHBOUR_GAP)
+    siblings = hybrid.Siblings(graph)
+    assert siblings.around("a") == ([], [])
+    graph.add("d", parents=["p"], node_id="d", created_at=130.0)
+    assert siblings.around("a") == ([], ["d"]) and siblings.around("d") == (["b"], [])
+
+
+def test_a_date_in_the_question_lifts_memories_of_that_time():
+    graph = SoulGraph(clock=lambda: day("2023-07-01"))
+    graph.add("Melanie: we went to the beach with the kids", node_id="may", created_at=day("2023-05-03"))
+    graph.add("Melanie: we went to the beach with the kids again", node_id="june", created_at=day("2023-06-20"))
+    graph.splay("may", day("2023-06-30"))  # used lately: recency favours it
+    assert ranking.recall(graph, "Where did Melanie go with the kids?", 2)[0].node.id == "may"
+    assert ranking.recall(graph, "Where did Melanie go with the kids in June?", 2)[0].node.id == "june"
+
+
+def test_vectors_find_a_paraphrase_for_a_question_and_leave_titles_alone():
+    graph = _conversation()
+    graph.add("Melanie: honestly nothing beats a long trek up a mountain trail", node_id="t9",
+              created_at=day("2023-06-20"))
+    store = VectorStore(None, background=False)
+    question = "Which outdoor pursuits does she love?"
+    lexical = [h.node.id for h in ranking.recall(graph, question, 5)]
+    hybrid_ids = [h.node.id for h in ranking.recall(graph, question, 5, vectors=store)]
+    assert "t9" not in lexical and "t9" in hybrid_ids
+    hit = next(h for h in ranking.recall(graph, question, 5, vectors=store) if h.node.id == "t9")
+    assert hit.via == "vector"
+    # Not a question: the same words, no vectors.
+    title = "Outdoor pursuits she loves"
+    assert [h.node.id for h in ranking.recall(graph, title, 5, vectors=store)] == \
+        [h.node.id for h in ranking.recall(graph, title, 5)]
+
+
+def test_fused_scores_stay_on_the_word_scale():
+    graph = _graph_with(["alpha", "beta", "gamma"])
+    hits = [Hit(graph.nodes["n1"], 6.0), Hit(graph.nodes["n2"], 3.0)]
+    fused = hybrid.fuse(graph, hits, ["n3", "n1"])
+    assert fused[0].node.id == "n1" and fused[0].score == pytest.approx(6.0)
+    assert {h.node.id for h in fused} == {"n1", "n2", "n3"}
+
+
+# ---------------------------------------------------------------- over MCP
+def test_soul_summary_names_the_search_mode_and_the_vectors_file_is_kept(tmp_path):
+    soul = tmp_path / "soul.json"
+
+    async def scenario(session):
+        await session.call("soul_add", content="I go hiking in the mountains every weekend")
+        await session.call("soul_prime", context="weekend plans")  # starts loading the vectors
+        for _ in range(200):
+            summary = await session.call("soul_summary")
+            if summary["search"]["mode"] == "hybrid":
+                break
+            await asyncio.sleep(0.05)
+        found = await session.call("soul_query", query="What outdoor activities do I enjoy?")
+        return summary, found
+
+    summary, found = with_server(soul, scenario)
+    assert summary["search"]["mode"] == "hybrid" and summary["search"]["vectors"] == 1
+    assert summary["search"]["model"] == MODEL.version
+    assert found["results"] and found["results"][0]["content"].startswith("I go hiking")
+    assert vectors_path(soul).is_file()  # saved when the server stopped
+
+    async def lexical(session):
+        await session.call("soul_prime")
+        return (await session.call("soul_summary"))["search"]
+
+    assert with_server(soul, lexical, extra_args=["--no-embed"]) == {
+        "mode": "lexical", "reason": "vectors are switched off (--no-embed)"}
+
+
+def test_a_soul_file_store_and_its_vectors_survive_a_reload(tmp_path):
+    soul = SoulFile(tmp_path / "soul.json")
+    with soul.change() as graph:
+        graph.add("I go hiking in the mountains every weekend")
+    store = VectorStore(vectors_path(soul.path), background=False)
+    assert store.ready(soul.graph())
+    store.save()
+    again = VectorStore(vectors_path(soul.path), background=False)
+    assert again.ready(SoulFile(tmp_path / "soul.json").graph()) and again.loaded_from == "file"
