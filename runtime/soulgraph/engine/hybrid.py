@@ -22,6 +22,7 @@ score of the list), so trust, variety and the tools' `score` keep their meaning.
 from __future__ import annotations
 
 import bisect
+import heapq
 import weakref
 import re
 from typing import Callable, Iterable
@@ -51,20 +52,25 @@ def is_question(text: str) -> bool:
 
 
 class Siblings:
-    """Each parent's children in creation order, kept per graph generation (any change to
-    the graph's nodes or edges makes a new generation), sorted only for parents asked about."""
+    """Each node's neighbours (see the module text), kept per graph generation: any change to
+    the graph's nodes or edges makes a new one. Only parents asked about are ever sorted."""
 
     def __init__(self, graph: SoulGraph):
         self.graph = graph
         self._generation = -1
         self._ordered: dict[str, list[tuple[float, str]]] = {}
+        self._around: dict[str, tuple[list[str], list[str]]] = {}
 
     def around(self, node_id: str) -> tuple[list[str], list[str]]:
         """(siblings written just before, just after) the node, one per parent at most."""
         graph = self.graph
         if graph.generation != self._generation:
             self._ordered.clear()
+            self._around.clear()
             self._generation = graph.generation
+        found = self._around.get(node_id)
+        if found is not None:
+            return found
         node = graph.nodes[node_id]
         before, after = [], []
         for parent in graph.parents.get(node_id, ()):
@@ -80,64 +86,60 @@ class Siblings:
             last = bisect.bisect_right(ordered, (node.created_at, _AFTER_ANY_ID))
             if last < len(ordered) and ordered[last][0] - node.created_at <= NEIGHBOUR_GAP:
                 after.append(ordered[last][1])
-        return before, after
+        found = self._around[node_id] = (before, after)
+        return found
 
 
-def with_neighbours(graph: SoulGraph, siblings: Siblings, hits: list[Hit],
-                    accept: Callable[[Node], bool]) -> list[Hit]:
-    """The hits with their neighbours' shares added (see the module text), best first.
-    A neighbour that `accept` refuses (archived, another tag, out of a time range) gets none."""
-    if not hits:
+def rerank(graph: SoulGraph, hits: list[Hit], keep: int, *, accept: Callable[[Node], bool],
+           neighbours: bool = True, nearest: list[str] | None = None,
+           span: tuple[float, float] | None = None) -> list[Hit]:
+    """The hits after neighbour context, the vectors' `nearest` ids (fused when given) and the
+    time `span` a question names (when given): the best `keep` of them, best first.
+    A node `accept` refuses (archived, another tag, out of a time range) is never brought in."""
+    if not hits and not nearest:
         return hits
+    nodes = graph.nodes
     scores = {hit.node.id: hit.score for hit in hits}
     via = {hit.node.id: hit.via for hit in hits}
-    for hit in hits:
-        before, after = siblings.around(hit.node.id)
-        for share, neighbours in ((NEXT_SHARE, after), (PREVIOUS_SHARE, before)):
-            for other in neighbours:
-                if other not in scores:
-                    if not accept(graph.nodes[other]):
-                        continue
-                    scores[other], via[other] = 0.0, f"beside {hit.node.id}"
-                scores[other] += share * hit.score
-    nodes = graph.nodes
-    ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
-    return [Hit(nodes[node_id], score, via[node_id]) for node_id, score in ranked]
+    if neighbours:
+        around = siblings_of(graph).around
+        for hit in hits:
+            before, after = around(hit.node.id)
+            for share, others in ((NEXT_SHARE, after), (PREVIOUS_SHARE, before)):
+                for other in others:
+                    if other not in scores:
+                        if not accept(nodes[other]):
+                            continue
+                        scores[other], via[other] = 0.0, f"beside {hit.node.id}"
+                    scores[other] += share * hit.score
+    if nearest is not None:
+        scores = _fused(scores, nearest, via)
+    if span is not None:
+        start, end = span[0], span[1] + TIME_SLACK
+        for node_id in scores:
+            if start <= memory_time(nodes[node_id]) < end:
+                scores[node_id] *= TIME_BOOST
+    best = heapq.nsmallest(keep, scores.items(), key=lambda pair: (-pair[1], pair[0]))
+    return [Hit(nodes[node_id], score, via[node_id]) for node_id, score in best]
 
 
-def fuse(graph: SoulGraph, hits: list[Hit], nearest: Iterable[str], weight: float = VECTOR_WEIGHT) -> list[Hit]:
-    """Reciprocal rank fusion of the hits and the vectors' nearest node ids (already filtered
-    by the caller), scaled so the best result scores what the best hit did."""
-    fused: dict[str, float] = {}
-    via: dict[str, str] = {}
-    for rank, hit in enumerate(hits, 1):
-        fused[hit.node.id] = 1.0 / (RRF_K + rank)
-        via[hit.node.id] = hit.via
+def _fused(scores: dict[str, float], nearest: list[str], via: dict[str, str]) -> dict[str, float]:
+    """Reciprocal rank fusion of the scores' order and the vectors' (weighted `VECTOR_WEIGHT`),
+    scaled so the best fused node scores what the best scored node did."""
+    order = sorted(scores, key=lambda node_id: (-scores[node_id], node_id))
+    top = scores[order[0]] if order else 1.0
+    fused = {node_id: 1.0 / (RRF_K + rank) for rank, node_id in enumerate(order, 1)}
     for rank, node_id in enumerate(nearest, 1):
         if node_id not in fused:
-            via[node_id] = "vector"
-        fused[node_id] = fused.get(node_id, 0.0) + weight / (RRF_K + rank)
-    if not fused:
-        return []
-    first = {hit.node.id: rank for rank, hit in enumerate(hits)}
-    ranked = sorted(fused.items(), key=lambda pair: (-pair[1], first.get(pair[0], len(first)), pair[0]))
-    top = hits[0].score if hits else 1.0
-    scale = top / ranked[0][1] if ranked[0][1] > 0 else 1.0
-    nodes = graph.nodes
-    return [Hit(nodes[node_id], score * scale, via[node_id]) for node_id, score in ranked]
+            fused[node_id], via[node_id] = 0.0, "vector"
+        fused[node_id] += VECTOR_WEIGHT / (RRF_K + rank)
+    scale = top / max(fused.values()) if top > 0 else 1.0
+    return {node_id: value * scale for node_id, value in fused.items()}
 
 
 def memory_time(node: Node) -> float:
     """When a memory's content happened, as far as the graph knows: valid_from, else its writing."""
     return node.valid_from if node.valid_from is not None else node.created_at
-
-
-def in_time(hits: list[Hit], span: tuple[float, float]) -> list[Hit]:
-    """The hits with those from `span` (or `TIME_SLACK` after it) lifted by `TIME_BOOST`, best first."""
-    start, end, boost = span[0], span[1] + TIME_SLACK, TIME_BOOST
-    lifted = [Hit(hit.node, hit.score * boost, hit.via) if start <= memory_time(hit.node) < end else hit
-              for hit in hits]
-    return sorted(lifted, key=lambda hit: (-hit.score, hit.node.id))
 
 
 _SIBLINGS: "weakref.WeakKeyDictionary[SoulGraph, Siblings]" = weakref.WeakKeyDictionary()

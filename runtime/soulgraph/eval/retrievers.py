@@ -132,14 +132,14 @@ class Recall(_GraphRetriever):
         return [hit.node.id for hit in ranking.recall(self.graph, text, k)]
 
 
-class RecallWithoutNeighbours(_GraphRetriever):
-    """recall as it was before neighbour context (engine/hybrid.py): the graph's search, trust,
-    replacements and variety only."""
+class RecallBefore(_GraphRetriever):
+    """recall as it was before issue 15 (no neighbour context, no time-aware questions, no
+    vectors): the graph's search, trust, replacements and variety."""
 
-    name = "recall_no_context"
+    name = "recall_before"
 
     def ask(self, text: str, k: int) -> list[str]:
-        return [hit.node.id for hit in ranking.recall(self.graph, text, k, neighbours=False)]
+        return [hit.node.id for hit in ranking.recall(self.graph, text, k, neighbours=False, time_aware=False)]
 
 
 class Hybrid(_GraphRetriever):
@@ -213,7 +213,7 @@ METHODS: dict[str, Callable[[SoulGraph], Retriever]] = {
     "recall": Recall,
     "related": Related,
     "recall_related": RecallRelated,
-    "recall_no_context": RecallWithoutNeighbours,
+    "recall_before": RecallBefore,
     "hybrid": Hybrid,
     "hybrid_related": HybridRelated,
     "related_no_recency": RelatedNoRecency,

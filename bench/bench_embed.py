@@ -1,0 +1,154 @@
+"""What the vectors cost (issue 15): a question's recall, a new memory's vector, memory, start-up.
+
+    .venv/bin/python bench/bench_embed.py [--sizes 1000,10000] [--questions 500]
+
+The graph is LoCoMo dev's turns (../shared/data/locomo/locomo-dev.json), each a child of its
+session node, repeated with a copy number until it has the size asked for; the questions are
+LoCoMo's own. Measured in one process, one thread (OMP/BLAS pinned to one), per size:
+
+  recall (baseline)   ranking.recall(q, 10, neighbours=False, time_aware=False): recall before issue 15
+  recall (lexical)    ranking.recall(q, 10): + neighbour context and time-aware questions
+  recall (hybrid)     ranking.recall(q, 10, vectors=...): + the question embedded and the vectors
+                      fused in (every LoCoMo question is a question, so every one pays for them)
+  embed per memory    VectorStore catching up with one new memory: its vector made and stored
+  vectors: build / load   every memory embedded / the vectors file read back
+  memory              resident memory added by the vectors, per node
+Start-up: importing the MCP server's module must not import numpy (the vectors load on first use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "runtime"))
+
+from soulgraph.engine import embeddings  # noqa: E402
+from soulgraph.engine.graph import SoulGraph  # noqa: E402
+from soulgraph.eval.ledger import LedgerProblems  # noqa: E402
+from soulgraph.eval.locomo import _sessions, read_locomo, turn_text  # noqa: E402
+from soulgraph.memory import ranking  # noqa: E402
+from soulgraph.store.vectors import VectorStore  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+
+def conversation_graph(size: int) -> tuple[SoulGraph, list[str]]:
+    data = read_locomo(DATA)
+    sessions = []
+    questions = []
+    for number, sample in enumerate(data):
+        for session, start, _date, turns in _sessions(sample["conversation"], LedgerProblems(), str(number)):
+            sessions.append((f"{number}-{session}", start, [turn_text(t) for t in turns if isinstance(t, dict)]))
+        questions += [qa["question"] for qa in sample.get("qa") or [] if isinstance(qa.get("question"), str)]
+    clock = [0.0]
+    graph = SoulGraph(clock=lambda: clock[0])
+    copy = 0
+    while len(graph) < size:
+        for name, start, turns in sessions:
+            if len(graph) >= size:
+                break
+            at = start + copy * 5e7
+            session = graph.add(f"Session {name} (copy {copy})", ["session"], created_at=at)
+            for offset, text in enumerate(turns[: size - len(graph)], 1):
+                graph.add(text, parents=[session.id], created_at=at + offset)
+            clock[0] = max(clock[0], at + len(turns))
+        copy += 1
+    return graph, questions
+
+
+def timed(call, items) -> list[float]:
+    out = []
+    for item in items:
+        t0 = time.perf_counter()
+        call(item)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def startup() -> str:
+    code = ("import sys, time; t = time.perf_counter(); import soulgraph.server.app; "
+            "print(f'{(time.perf_counter() - t) * 1000:.0f} ms', 'numpy imported' if 'numpy' in sys.modules else 'numpy not imported')")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "runtime")}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env).stdout.strip()
+            for _ in range(3)]
+    return "; ".join(runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--questions", type=int, default=500)
+    args = parser.parse_args()
+    print(f"start-up, import soulgraph.server.app (3 runs): {startup()}")
+    model = embeddings.default_model()
+    rows = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        graph, questions = conversation_graph(size)
+        questions = questions[: args.questions]
+        gc.collect()
+        before = rss_mb()
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "soul.json.vectors"
+            store = VectorStore(path, background=False)
+            t0 = time.perf_counter()
+            assert store.ready(graph)
+            build = time.perf_counter() - t0
+            store.save()
+            per_node_kb = (rss_mb() - before) * 1000 / size
+            t0 = time.perf_counter()
+            again = VectorStore(path, background=False)
+            assert again.ready(graph) and again.loaded_from == "file"
+            load = time.perf_counter() - t0
+            file_mb = path.stat().st_size / 1e6
+        for q in questions[:50]:  # warm the tokenizer's word cache and the sibling order, as a server would be
+            ranking.recall(graph, q, 10, vectors=store)
+        base = timed(lambda q: ranking.recall(graph, q, 10, neighbours=False, time_aware=False), questions)
+        lexical = timed(lambda q: ranking.recall(graph, q, 10), questions)
+        hybrid = timed(lambda q: ranking.recall(graph, q, 10, vectors=store), questions)
+        embed_q = timed(model.embed, questions)
+        fresh = [f"{text} (new {n})" for n, text in enumerate(questions)]
+
+        def add_one(text: str) -> None:
+            graph.add(text)
+            store.ready(graph)  # embeds the one new memory
+
+        embed_add = timed(add_one, fresh[:300])
+        rows.append((size, base, lexical, hybrid, embed_q, embed_add, build, load, file_mb, per_node_kb))
+
+    print()
+    print("| nodes | recall, baseline p50 / p99 | recall, lexical p50 / p99 | recall, hybrid p50 / p99 | hybrid / baseline (p50) "
+          "| embed a question p50 | embed a new memory p50 | vectors: build / load | file | RSS per node |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size, base, lexical, hybrid, embed_q, embed_add, build, load, file_mb, per_node_kb in rows:
+        ms = lambda values, q: f"{p(values, q) * 1000:.2f}"  # noqa: E731
+        print(f"| {size:,} | {ms(base, .5)} / {ms(base, .99)} ms | {ms(lexical, .5)} / {ms(lexical, .99)} ms "
+              f"| {ms(hybrid, .5)} / {ms(hybrid, .99)} ms | {p(hybrid, .5) / p(base, .5):.1f}x "
+              f"| {ms(embed_q, .5)} ms | {ms(embed_add, .5)} ms | {build:.2f} s / {load * 1000:.0f} ms "
+              f"| {file_mb:.1f} MB | {per_node_kb:.1f} kB |")
+
+
+if __name__ == "__main__":
+    main()
