@@ -150,8 +150,9 @@ class RuntimeBuilder:
         text = _git(self.repo, "show", f"{self.sha}:runtime/pyproject.toml")
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def dependency_wheels(self, platform: str, arch: str, python_version: str) -> Path:
-        key = platform_key(platform, arch, python_version)
+    def dependency_wheels(self, platform: str, arch: str, python_version: str, extras: tuple[str, ...] = ()) -> Path:
+        """The runtime's dependencies as wheels for a platform, with those of `extras` (e.g. embed)."""
+        key = platform_key(platform, arch, python_version) + "".join(f"+{extra}" for extra in sorted(extras))
         folder = self.cache / "dep-wheels" / f"{self._requirements_key()}-{key}"
         if folder.is_dir():
             return folder
@@ -161,7 +162,8 @@ class RuntimeBuilder:
         tags = [arg for tag in pip_platforms(platform, arch) for arg in ("--platform", tag)]
         try:
             _pip("download", "-q", "--only-binary=:all:", *tags, "--python-version",
-                 python_version, "--implementation", "cp", "-d", str(tmp), str(wheel),
+                 python_version, "--implementation", "cp", "-d", str(tmp),
+                 f"{wheel}[{','.join(sorted(extras))}]" if extras else str(wheel),
                  "pip")  # pip itself too, so the venv's pip can be as new as the wheels need
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -170,9 +172,10 @@ class RuntimeBuilder:
             own.unlink()
         return _publish(tmp, folder)
 
-    def wheelhouse(self, platform: str, arch: str, python_version: str) -> Path:
-        """The folder shipped to `releases/<sha>/wheels/`: the runtime wheel and its deps."""
-        key = platform_key(platform, arch, python_version)
+    def wheelhouse(self, platform: str, arch: str, python_version: str, extras: tuple[str, ...] = ()) -> Path:
+        """The folder shipped to `releases/<sha>/wheels/`: the runtime wheel and its deps (with
+        those of the runtime's `extras`)."""
+        key = platform_key(platform, arch, python_version) + "".join(f"+{extra}" for extra in sorted(extras))
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:  # hosts of one platform wait for its build, never for another platform's
@@ -180,7 +183,7 @@ class RuntimeBuilder:
                 return self._wheelhouses[key]
             folder = self.cache / "wheelhouses" / self.sha / key
             if not folder.is_dir():
-                deps = self.dependency_wheels(platform, arch, python_version)
+                deps = self.dependency_wheels(platform, arch, python_version, extras)
                 folder.parent.mkdir(parents=True, exist_ok=True)
                 tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder.parent))
                 for wheel in [*deps.glob("*.whl"), self.runtime_wheel()]:

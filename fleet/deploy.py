@@ -52,12 +52,12 @@ class HostResult:
 class LazyWheelhouse(os.PathLike):
     """The wheelhouse path, built on first use: a host already at the sha never needs it."""
 
-    def __init__(self, builder: RuntimeBuilder, facts: dict[str, Any]):
-        self.builder, self.facts = builder, facts
+    def __init__(self, builder: RuntimeBuilder, facts: dict[str, Any], extras: tuple[str, ...] = ()):
+        self.builder, self.facts, self.extras = builder, facts, extras
 
     def __fspath__(self) -> str:
         f = self.facts
-        return str(self.builder.wheelhouse(f["platform"], f["arch"], f["python_version"]))
+        return str(self.builder.wheelhouse(f["platform"], f["arch"], f["python_version"], self.extras))
 
     def __str__(self) -> str:
         return self.__fspath__()
@@ -83,7 +83,7 @@ def host_variables(host: Host, facts: dict[str, Any], sha: str, *, restart_gatew
         gateway_runtime=facts.get("gateway_runtime"),
         restart_gateway=restart_gateway or force_gateway_restart,
         force_gateway_restart=force_gateway_restart,
-        wheelhouse=LazyWheelhouse(builder, facts) if builder else "",
+        wheelhouse=LazyWheelhouse(builder, facts, ("embed",) if hvars.get("soul_embed") else ()) if builder else "",
         # The gateway of the home the agent runs from (a profile's has its own name), unless the
         # inventory names it.
         **{key: value for key, value in (("gateway_unit", names.unit), ("gateway_label", names.label))

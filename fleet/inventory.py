@@ -46,6 +46,9 @@ DEFAULTS: dict[str, Any] = {
     # The Hermes memory provider: auto (installed; selected unless the host's config.yaml names
     # another provider), soulgraph (selected even then), none (not installed, provider left alone).
     "soul_memory_provider": "auto",
+    # The vectors (issue 15): true installs the runtime's `embed` extra (numpy) in the release
+    # venv, and search then fuses vectors into recall for questions; false: words and links only.
+    "soul_embed": False,
 }
 MEMORY_PROVIDER_CHOICES = ("auto", "soulgraph", "none")
 HOST_KEYS = set(DEFAULTS) | {"address"}
@@ -246,6 +249,8 @@ def _check_vars(values: dict, where: str, key: str) -> None:
         if wrong:
             raise InventoryError(f"{where}: {key}: soul_toolsets {values['soul_toolsets']!r} must be graph, "
                                  f"optionally with more (e.g. graph,memory,markdown): {wrong}")
+    if "soul_embed" in values and not isinstance(values["soul_embed"], bool):
+        raise InventoryError(f"{where}: {key}: soul_embed {values['soul_embed']!r} must be true or false")
     if "soul_memory_provider" in values and values["soul_memory_provider"] not in MEMORY_PROVIDER_CHOICES:
         raise InventoryError(f"{where}: {key}: soul_memory_provider {values['soul_memory_provider']!r} must be one "
                              f"of {', '.join(MEMORY_PROVIDER_CHOICES)}")

@@ -3,8 +3,10 @@
 The wheelhouse (a folder of wheels on the operator) is streamed to the host as one tar archive
 and installed with `pip install --no-index --find-links` (pip itself from the wheelhouse): hosts need no package index, and pip's
 own config on the host (extra indexes, find-links) is switched off so nothing else leaks in.
-A marker file written last says the venv is complete; without it the venv is rebuilt from scratch,
-so an interrupted install never counts as done.
+A marker file written last says the venv is complete, and lists the packages it was made with;
+without it the venv is rebuilt from scratch, so an interrupted install never counts as done. A
+complete venv asked for packages it lacks (an extra switched on, `soul_embed`) gets them added in
+place, from the same wheelhouse; nothing is ever taken out of a venv in use.
 """
 
 from __future__ import annotations
@@ -31,15 +33,27 @@ def tar_folder(folder: Path) -> bytes:
 
 @reads("venv", "path")
 def marker_command(path: str) -> list[str]:
-    return [f"test -f {sh_path(path)}/{MARKER}"]
+    return [f"cat {sh_path(path)}/{MARKER}"]
+
+
+def installed_packages(marker_text: str) -> set[str]:
+    """The packages a complete venv's marker lists (a marker from before lists none: soulgraph)."""
+    return {line.strip() for line in marker_text.splitlines() if line.strip()} or {"soulgraph"}
 
 
 @operation("venv")
 def venv(ctx: Context, path: str, python: str, wheelhouse: str, wheels_dest: str,
          packages: list[str]) -> Outcome:
     venv_dir, wheels = sh_path(path), sh_path(wheels_dest)
-    if ctx.read(marker_command(path)[0]).ok:
-        return Outcome(OK, f"{path} complete")
+    marker = ctx.read(marker_command(path)[0])
+    wanted = list(dict.fromkeys(packages))
+    marker_text = "".join(f"{package}\n" for package in wanted)
+    if marker.ok:
+        installed = installed_packages(marker.stdout)
+        missing = [package for package in wanted if package not in installed]
+        if not missing:
+            return Outcome(OK, f"{path} complete")
+        return _add_packages(ctx, path, wheelhouse, wheels_dest, missing, sorted(installed | set(wanted)))
     archive = tar_folder(Path(wheelhouse))
     if ctx.check:
         return Outcome(CHANGED, f"would ship {len(archive) // 1024} KiB of wheels and "
@@ -53,9 +67,35 @@ def venv(ctx: Context, path: str, python: str, wheelhouse: str, wheels_dest: str
         f'pip_wheel=$(ls {wheels}/pip-*.whl | head -n 1)',
         f'{PIP_ISOLATED} {venv_dir}/bin/python "$pip_wheel/pip" install -q --no-index '
         f"--find-links {wheels} " + " ".join(q(p) for p in packages),
-        f"touch {venv_dir}/{MARKER}",
+        f"printf %s {q(marker_text)} > {venv_dir}/{MARKER}",
     ])
     result = ctx.run(script, input=archive)
     if not result.ok:
         return failed_result(result, "venv + wheel install")
     return Outcome(CHANGED, f"created {path} ({len(archive) // 1024} KiB of wheels)")
+
+
+def _add_packages(ctx: Context, path: str, wheelhouse: str, wheels_dest: str, missing: list[str],
+                  listed: list[str]) -> Outcome:
+    """Install `missing` into a complete venv from the shipped wheelhouse; the marker then lists
+    `listed`. Until the marker is rewritten the venv counts as lacking them, so a run cut short
+    simply tries again."""
+    venv_dir, wheels = sh_path(path), sh_path(wheels_dest)
+    names = ", ".join(missing)
+    archive = tar_folder(Path(wheelhouse))
+    if ctx.check:
+        return Outcome(CHANGED, f"would add {names} to {path} ({len(archive) // 1024} KiB of wheels)")
+    marker_text = "".join(f"{package}\n" for package in listed)
+    script = " && ".join([
+        f"mkdir -p {wheels}",
+        f"tar -xf - -C {wheels}",
+        f'pip_wheel=$(ls {wheels}/pip-*.whl | head -n 1)',
+        f'{PIP_ISOLATED} {venv_dir}/bin/python "$pip_wheel/pip" install -q --no-index '
+        f"--find-links {wheels} " + " ".join(q(p) for p in missing),
+        f"printf %s {q(marker_text)} > {venv_dir}/{MARKER}.tmp",
+        f"mv {venv_dir}/{MARKER}.tmp {venv_dir}/{MARKER}",
+    ])
+    result = ctx.run(script, input=archive)
+    if not result.ok:
+        return failed_result(result, f"adding {names} to the venv")
+    return Outcome(CHANGED, f"added {names} to {path}")
