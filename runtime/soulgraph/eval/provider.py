@@ -25,6 +25,7 @@ from typing import Any
 from soulgraph.eval.locomo import CATEGORIES, _sessions, evidence_ids, replay_locomo, turn_text
 from soulgraph.eval.ledger import LedgerProblems
 from soulgraph.eval.scoring import Question, reciprocal_rank, recall_at
+from soulgraph.store.vectors import VectorStore, vectors_path
 from soulgraph.hermes.memory_service import RECALL_BUDGET, RECALL_LIMIT, MemoryService
 from soulgraph.store import SoulFile
 
@@ -53,7 +54,10 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
         where = str(sample.get("sample_id", f"entry {position}"))
         clock = _Clock()
         with tempfile.TemporaryDirectory(prefix="soulgraph-locomo-") as folder:
-            service = MemoryService(SoulFile(Path(folder) / "soul.json", clock=clock))
+            soul = SoulFile(Path(folder) / "soul.json", clock=clock)
+            # The vectors built inline (not in the background), so every question sees them and
+            # the figures do not depend on timing; without numpy, lexical as on such a host.
+            service = MemoryService(soul, vectors=VectorStore(vectors_path(soul.path), background=False))
             turn_of: dict[str, str] = {}  # memory id -> LoCoMo dia_id
             turns: set[str] = set()
             for number, start, _date, session_turns in _sessions(sample["conversation"], problems, where):

@@ -48,10 +48,10 @@ class ServiceError(Exception):
 
 
 class MemoryService:
-    def __init__(self, soul: SoulFile, *, embed: bool = True) -> None:
+    def __init__(self, soul: SoulFile, *, embed: bool = True, vectors: VectorStore | None = None) -> None:
         self.soul = soul
         # Vectors for recall's questions (store/vectors.py); lexical until they are ready.
-        self.vectors = VectorStore(vectors_path(soul.path), enabled=embed)
+        self.vectors = vectors or VectorStore(vectors_path(soul.path), enabled=embed)
         self.ops: dict[str, Callable[..., Any]] = {
             "hello": self.hello, "snapshot": self.snapshot, "recall": self.recall, "sync_turn": self.sync_turn,
             "consolidate": self.consolidate, "memory_write": self.memory_write, "status": self.status,
