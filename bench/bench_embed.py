@@ -1,6 +1,6 @@
 """What the vectors cost (issue 15): a question's recall, a new memory's vector, memory, start-up.
 
-    .venv/bin/python bench/bench_embed.py [--sizes 1000,10000] [--questions 500]
+    .venv/bin/python bench/bench_embed.py [--sizes 1000,10000] [--questions 500] [--base 0b70e26]
 
 The graph is LoCoMo dev's turns (../shared/data/locomo/locomo-dev.json), each a child of its
 session node, repeated with a copy number until it has the size asked for; the questions are
@@ -12,8 +12,9 @@ LoCoMo's own. Measured in one process, one thread (OMP/BLAS pinned to one), per 
                       fused in (every LoCoMo question is a question, so every one pays for them)
   embed per memory    VectorStore catching up with one new memory: its vector made and stored
   vectors: build / load   every memory embedded / the vectors file read back
-  memory              resident memory added by the vectors, per node
-Start-up: importing the MCP server's module must not import numpy (the vectors load on first use).
+  memory              resident memory added by the vectors, per node (the model's own, once, apart)
+Start-up: importing the MCP server's module must not import numpy (the vectors load on first use);
+with --base <sha> its import time is compared with that commit's, in the same invocation.
 """
 
 from __future__ import annotations
@@ -88,22 +89,48 @@ def rss_mb() -> float:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-def startup() -> str:
+def import_ms(runtime: Path) -> tuple[float, bool]:
+    """Milliseconds to import the MCP server's module from `runtime`, and whether numpy came with it."""
     code = ("import sys, time; t = time.perf_counter(); import soulgraph.server.app; "
-            "print(f'{(time.perf_counter() - t) * 1000:.0f} ms', 'numpy imported' if 'numpy' in sys.modules else 'numpy not imported')")
-    env = {**os.environ, "PYTHONPATH": str(REPO / "runtime")}
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env).stdout.strip()
-            for _ in range(3)]
-    return "; ".join(runs)
+            "print((time.perf_counter() - t) * 1000, 'numpy' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": str(runtime)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env,
+                         check=True).stdout.split()
+    return float(out[0]), out[1] == "True"
+
+
+def startup(base: str | None) -> str:
+    """Import time of the server module, this tree against `base` (a worktree), alternating, 5 each."""
+    if not base:
+        runs = [import_ms(REPO / "runtime") for _ in range(5)]
+        return f"{statistics.median(r[0] for r in runs):.0f} ms (numpy imported: {any(r[1] for r in runs)})"
+    with tempfile.TemporaryDirectory() as folder:
+        tree = Path(folder) / "base"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(tree), base], check=True,
+                       timeout=120)
+        try:
+            ours, theirs = [], []
+            for _ in range(5):
+                ours.append(import_ms(REPO / "runtime"))
+                theirs.append(import_ms(tree / "runtime"))
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], timeout=120)
+    a, b = statistics.median(r[0] for r in ours), statistics.median(r[0] for r in theirs)
+    return (f"{a:.0f} ms here, {b:.0f} ms at {base[:12]} ({a / b:.2f}x); numpy imported: "
+            f"{any(r[1] for r in ours)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--questions", type=int, default=500)
+    parser.add_argument("--base", help="a commit to compare the server's start-up with (a temporary worktree)")
     args = parser.parse_args()
-    print(f"start-up, import soulgraph.server.app (3 runs): {startup()}")
+    print(f"start-up, import soulgraph.server.app (median of 5): {startup(args.base)}")
+    before = rss_mb()
     model = embeddings.default_model()
+    model.embed_many(["warming the tokenizer and the table's pages"] * 10)
+    print(f"the model, loaded (its table memory-mapped): {rss_mb() - before:.1f} MB resident")
     rows = []
     for size in [int(s) for s in args.sizes.split(",")]:
         graph, questions = conversation_graph(size)

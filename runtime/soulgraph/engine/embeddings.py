@@ -154,7 +154,11 @@ class VectorIndex:
         scores = self.matrix[:used] @ query
         n = min(n, used)
         top = np.argpartition(-scores, n - 1)[:n] if n < used else np.arange(used)
-        found = [(self.id_of[row], float(scores[row])) for row in top.tolist() if self.id_of[row] is not None]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        id_of = self.id_of
+        found = [(id_of[row], score) for row, score in zip(top.tolist(), scores[top].tolist())
+                 if id_of[row] is not None]
+        # Equal cosines (copies of one text) go to the smaller id, as everywhere in search.
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return found
 
