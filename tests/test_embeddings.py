@@ -294,3 +294,14 @@ def test_a_soul_file_store_and_its_vectors_survive_a_reload(tmp_path):
     store.save()
     again = VectorStore(vectors_path(soul.path), background=False)
     assert again.ready(SoulFile(tmp_path / "soul.json").graph()) and again.loaded_from == "file"
+
+
+def test_scores_of_gives_the_search_score_of_any_node():
+    graph = SoulGraph(clock=lambda: 5_000_000.0)
+    texts = ["tea in the morning", "green tea with lemon", "coffee at noon", "the morning run", "lemon cake"]
+    for n, text in enumerate(texts):
+        graph.add(text, created_at=1_000_000.0 * n)
+    graph.splay("n2", 4_900_000.0)
+    found = {hit.node.id: hit.score for hit in graph.query("green tea morning lemon", 10)}
+    assert graph.scores_of("green tea morning lemon", list(graph.nodes)) == pytest.approx(found, rel=1e-12)
+    assert graph.scores_of("green tea", ["n3", "missing"]) == {}  # shares no word; not a node

@@ -498,6 +498,23 @@ class SoulGraph:
             return self._rank_exhaustive(query_words, set(), k, weight, tag, where)
         return self._rank_pruned(query_words, k, weight)
 
+    def scores_of(self, text: str, node_ids: Iterable[str], recency_weight: float | None = None) -> dict[str, float]:
+        """`query`'s score for each of these nodes that shares a word with `text` (the others
+        are left out), without searching: for candidates found another way (the vectors)."""
+        weight = self.recency_weight if recency_weight is None else recency_weight
+        candidates = [node_id for node_id in node_ids if node_id in self.nodes]
+        lexical: dict[str, float] = {}
+        for idf, word in self.index.weighted_words(words(text)):
+            posting = self.index.posting(word)
+            for node_id in candidates:
+                if node_id in posting:
+                    lexical[node_id] = lexical.get(node_id, 0.0) + idf
+        now = self.clock()
+        for node_id, score in lexical.items():
+            recency = self.nodes[node_id].recency_score(now)
+            lexical[node_id] = score * (1.0 + weight * recency / (1.0 + recency)) if weight else score
+        return lexical
+
     def _with_archived(self, text: str, k: int, hint: str | None, weight: float, tag: str | None,
                        where: Callable[[Node], bool] | None = None) -> list[Hit]:
         hits = self.query(text, k, hint=hint, recency_weight=weight, tag=tag, where=where)

@@ -49,9 +49,9 @@ DUPLICATE_OVERLAP = 0.6
 MMR_DEPTH = 10  # how many of the first results the pass orders
 DUPLICATE_MIN_WORDS = 3
 # How deep recall looks before it re-ranks (engine/hybrid.py). Neighbour context: an answer may sit
-# beside a weaker hit. Fusion looks deeper, in both lists: it rewards the memories both rank,
-# and the deeper the lists the more of those it sees (docs/embeddings.md: R@10 0.667 at 50,
-# 0.692 at 200 on LoCoMo dev, for about 1.5 ms more per question at 10,000 memories).
+# beside a weaker hit. The vectors bring their FUSION_DEPTH nearest, each scored by the words as
+# well: fusion rewards the memories both rank, and the deeper the lists the more of those it
+# sees (docs/embeddings.md).
 CONTEXT_DEPTH = 50
 FUSION_DEPTH = 200
 
@@ -107,7 +107,7 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
     if k <= 0:
         return []
     fused = vectors is not None and hybrid.is_question(text) and vectors.ready(graph)
-    depth = max(pool(k), FUSION_DEPTH if fused else CONTEXT_DEPTH if neighbours else 0)
+    depth = max(pool(k), CONTEXT_DEPTH if neighbours or fused else 0)
     found = graph.query(text, depth, hint=hint, tag=tag, include_archived=include_archived, where=where,
                         recency_weight=recency_weight)
     now, half_life = graph.clock(), graph.strength_half_life
@@ -124,14 +124,14 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
     # The search's own order is (-score, id) already, unless a score changed here.
     ranked = sorted(hits.values(), key=lambda h: (-h.score, h.node.id)) if reordered else found
     ranked = _hybrid(graph, text, ranked, k, tag, include_archived, where, vectors if fused else None, neighbours,
-                     time_aware)
+                     time_aware, recency_weight)
     question = frozenset(words(text) | (words(hint) if hint else set()))
     return diversify(ranked, k, MMR_LAMBDA if mmr_lambda is None else mmr_lambda, question)
 
 
 def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | None, include_archived: bool,
             where: Callable[[Node], bool] | None, vectors: Vectors | None, neighbours: bool,
-            time_aware: bool = True) -> list[Hit]:
+            time_aware: bool = True, recency_weight: float | None = None) -> list[Hit]:
     """Neighbour context, the vectors for a question, and the time it names (engine/hybrid.py)."""
 
     def accept(node: Node) -> bool:
@@ -143,6 +143,15 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
         nodes = graph.nodes
         found = vectors.nearest(text, max(pool(k), FUSION_DEPTH), lambda i: i in nodes and accept(nodes[i]))
         nearest = [node_id for node_id, _ in found]
+        # The vectors' candidates the word search did not reach get their word scores too, so
+        # the fusion sees every memory both lists rank (what a deeper word search would give).
+        known = {hit.node.id for hit in ranked}
+        now, half_life = graph.clock(), graph.strength_half_life
+        extra = [Hit(nodes[node_id], score * trust(nodes[node_id], now, half_life))
+                 for node_id, score in graph.scores_of(text, [i for i in nearest if i not in known],
+                                                       recency_weight).items()]
+        if extra:
+            ranked = sorted([*ranked, *extra], key=lambda h: (-h.score, h.node.id))
     span = when.window(text, graph.clock()) if time_aware else None
     if not neighbours and nearest is None and span is None:
         return ranked
