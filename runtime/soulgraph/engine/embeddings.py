@@ -60,6 +60,7 @@ class StaticModel:
         self.scales = scales
         self.version = version
         self.dimensions = int(table.shape[1])
+        self.vocabulary = len(tokens)
 
     @classmethod
     def load(cls, folder: Path = MODEL_DIR) -> "StaticModel":
@@ -74,13 +75,19 @@ class StaticModel:
         scales = np.load(folder / "scales.npy")
         return cls(tokens, table, scales, str(info["version"]))
 
+    def token_ids(self, text: str) -> Any:
+        return np.asarray(self.tokenizer.encode(text), dtype=np.intp)
+
     def embed(self, text: str) -> Any:
         """The text's unit vector (float32); all zeros when no token of it is known."""
-        ids = self.tokenizer.encode(text)
-        if not ids:
+        return self.embed_ids(self.token_ids(text))
+
+    def embed_ids(self, rows: Any, weights: Any = None) -> Any:
+        """The unit vector of these token ids, each row weighted by `weights` (one per id) if given."""
+        if not len(rows):
             return np.zeros(self.dimensions, np.float32)
-        rows = np.asarray(ids, dtype=np.intp)
-        vector = self.scales[rows] @ self.table[rows].astype(np.float32)
+        factors = self.scales[rows] if weights is None else self.scales[rows] * weights
+        vector = factors.astype(np.float32) @ self.table[rows].astype(np.float32)
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm > 0.0 else vector
 
@@ -104,7 +111,7 @@ class VectorIndex:
     row remembers a digest of the text it was made from (`digest`), so a caller can tell a
     vector that no longer matches its node's text (store/vectors.py)."""
 
-    def __init__(self, dimensions: int, capacity: int = 64):
+    def __init__(self, dimensions: int, capacity: int = 64, vocabulary: int = 0):
         _numpy()
         self.dimensions = dimensions
         self.matrix = np.zeros((max(capacity, 1), dimensions), np.float32)
@@ -112,6 +119,32 @@ class VectorIndex:
         self.id_of: list[str | None] = []
         self.digest: dict[str, str] = {}
         self._free: list[int] = []
+        # How often each token occurs in the memories indexed (their ids kept per node, so a
+        # removal is exact): what makes a word common in this store (`store_weights`).
+        self.tokens: dict[str, Any] = {}
+        self.token_counts = np.zeros(vocabulary, np.int64)
+        self.total_tokens = 0
+
+    def count_tokens(self, node_id: str, ids: Any) -> None:
+        """Record the token ids of a node's text (replacing what was recorded for it)."""
+        self._uncount(node_id)
+        if len(ids):
+            np.add.at(self.token_counts, ids, 1)
+            self.total_tokens += len(ids)
+        self.tokens[node_id] = ids
+
+    def _uncount(self, node_id: str) -> None:
+        old = self.tokens.pop(node_id, None)
+        if old is not None and len(old):
+            np.subtract.at(self.token_counts, old, 1)
+            self.total_tokens -= len(old)
+
+    def store_weights(self, ids: Any, a: float) -> Any:
+        """a / (a + p(token)) for these ids, p being the token's share of the store's tokens:
+        a word in half the memories (a speaker's name in a chat) says little about which one."""
+        if not self.total_tokens:
+            return np.ones(len(ids), np.float32)
+        return (a / (a + self.token_counts[ids] / self.total_tokens)).astype(np.float32)
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -135,6 +168,7 @@ class VectorIndex:
         self.digest[node_id] = digest
 
     def remove(self, node_id: str) -> None:
+        self._uncount(node_id)
         row = self.row_of.pop(node_id, None)
         if row is None:
             return
