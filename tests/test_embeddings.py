@@ -305,3 +305,19 @@ def test_scores_of_gives_the_search_score_of_any_node():
     found = {hit.node.id: hit.score for hit in graph.query("green tea morning lemon", 10)}
     assert graph.scores_of("green tea morning lemon", list(graph.nodes)) == pytest.approx(found, rel=1e-12)
     assert graph.scores_of("green tea", ["n3", "missing"]) == {}  # shares no word; not a node
+
+
+def test_a_word_common_in_this_store_weighs_less_in_a_question():
+    graph = _graph_with([f"Melanie: note number {n} about something else entirely" for n in range(30)]
+                        + ["Caroline: I adopted a puppy last spring"])
+    store = VectorStore(None, background=False)
+    assert store.ready(graph)
+    index, model = store.index, store.model
+    melanie, puppy = model.token_ids("melanie puppy").tolist()
+    weights = index.store_weights(np.array([melanie, puppy]), 1e-3)
+    assert weights[0] * 10 < weights[1]  # in every memory but one, against in one memory only
+    counted = int(index.token_counts[melanie])
+    graph.remove("n1")
+    store.ready(graph)
+    assert int(index.token_counts[melanie]) == counted - 1  # a removal is uncounted exactly
+    assert index.total_tokens == sum(len(ids) for ids in index.tokens.values())
