@@ -32,8 +32,12 @@ reweights to FTS 0.6 / Jaccard 0.4 by itself; `probe`/`related`/`reason` (HRR en
 not exercised. `limit` changes the candidate pool and the normalisation, so the top 10 of a
 limit=20 search can differ slightly from a limit=10 search. No embeddings, no LLM, no network.
 
+With numpy in the Hermes venv the provider turns on its HRR vector term (weights fts 0.4, jaccard
+0.3, hrr 0.3 instead of 0.6 / 0.4 / 0): pass that venv's python as --hermes-python. In
+hermes-agent 0.19.0 the term barely moves any figure (docs/eval.md), and adds cost 18 times slower.
+
 What it does not prove: anything about answer quality (no reader model), about holographic with
-numpy/HRR or with facts an agent would have distilled, or about other datasets.
+facts an agent would have distilled, or about other datasets.
 """
 
 from __future__ import annotations

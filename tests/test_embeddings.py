@@ -321,3 +321,23 @@ def test_a_word_common_in_this_store_weighs_less_in_a_question():
     store.ready(graph)
     assert int(index.token_counts[melanie]) == counted - 1  # a removal is uncounted exactly
     assert index.total_tokens == sum(len(ids) for ids in index.tokens.values())
+
+
+def test_the_vectors_file_is_written_again_after_enough_changes(tmp_path, monkeypatch):
+    from soulgraph.store import vectors
+
+    monkeypatch.setattr(vectors, "SAVE_EVERY", 3)
+    path = vectors_path(tmp_path / "soul.json")
+    graph = _graph_with(["one memory"])
+    store = VectorStore(path, background=False)
+    assert store.ready(graph)
+    written = path.stat().st_mtime_ns
+    for n in range(3):
+        graph.add(f"memory number {n} about hiking")
+    store.ready(graph)  # the third change starts a write, in a thread
+    for _ in range(100):
+        if path.stat().st_mtime_ns != written:
+            break
+        threading.Event().wait(0.05)
+    again = VectorStore(path, background=False)
+    assert again.ready(graph) and again.loaded_from == "file" and len(again.index) == 4

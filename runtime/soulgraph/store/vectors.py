@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import io
 import threading
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -64,7 +63,7 @@ class VectorStore:
         self.enabled = enabled and embeddings.available()
         if enabled and not self.enabled:
             self.reason = embeddings.unavailable_reason()
-        self.loaded_from = ""  # "file", "file + n embedded", "rebuilt: <why>"
+        self.loaded_from = ""  # where the vectors came from: "file", "file, 3 embedded", "rebuilt (why)", ...
 
     # ------------------------------------------------------------------ the graph
     def _watch(self, node_id: str) -> None:
@@ -125,8 +124,13 @@ class VectorStore:
                 changed += 1
         self._pending.clear()
         self._changed_since_save += changed
-        if self._changed_since_save >= SAVE_EVERY:
-            self.save()
+        if self._changed_since_save >= SAVE_EVERY and self.path is not None:
+            # The arrays are copied here; encoding and writing them (tens of ms at 10,000
+            # memories) happen in a thread, so a search never waits for the disk.
+            payload = self._payload(model, index)
+            self._changed_since_save = 0
+            threading.Thread(target=self._write_payload, args=(payload,), name="soulgraph-vectors-save",
+                             daemon=True).start()
 
     # ------------------------------------------------------------------ search
     def nearest(self, text: str, n: int, accept: Callable[[str], bool]) -> list[tuple[str, float]]:
@@ -228,26 +232,37 @@ class VectorStore:
 
     # ------------------------------------------------------------------ saving
     def save(self) -> None:
+        """Write the file now (the server and the memory service call it when they stop)."""
         if self.index is not None and self.model is not None:
             self._write(self.model, self.index)
 
     def _write(self, model: Any, index: Any) -> None:
-        if self.path is None:
-            return
+        if self.path is not None:
+            self._write_payload(self._payload(model, index))
+            self._changed_since_save = 0
+
+    def _payload(self, model: Any, index: Any) -> dict[str, Any]:
+        """The file's arrays, copied out of the index (so the index may change meanwhile)."""
         import numpy as np
 
         rows = index.rows()
-        ids = np.array([node_id for node_id, _ in rows], dtype=str)
-        marks = np.array([index.digest[node_id] for node_id, _ in rows], dtype=str)
-        matrix = index.matrix[[row for _, row in rows]].astype(np.float16) if rows else np.zeros((0, model.dimensions), np.float16)
+        return {
+            "model": np.array(model.version),
+            "ids": np.array([node_id for node_id, _ in rows], dtype=str),
+            "digests": np.array([index.digest[node_id] for node_id, _ in rows], dtype=str),
+            "matrix": (index.matrix[[row for _, row in rows]].astype(np.float16) if rows
+                       else np.zeros((0, model.dimensions), np.float16)),
+        }
+
+    def _write_payload(self, payload: dict[str, Any]) -> None:
+        import numpy as np
+
         buffer = io.BytesIO()
-        np.savez(buffer, model=np.array(model.version), ids=ids, digests=marks, matrix=matrix)
+        np.savez(buffer, **payload)
         try:
             write_atomically(self.path, buffer.getvalue(), default_mode=0o600)
-            self._changed_since_save = 0
         except OSError as exc:
             self.reason = f"the vectors file could not be written: {exc}"  # search still works
-        self.saved_at = time.time()
 
     def wait(self, timeout: float = 60.0) -> bool:
         """Wait for a background build (tests, benchmarks); True when none is left running."""
