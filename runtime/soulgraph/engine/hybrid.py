@@ -1,19 +1,21 @@
-"""What search adds to the word index: the memories around a hit, and vectors for questions.
+"""What search adds to the word index: the memories around a hit, a date, and vectors.
 
-Two steps on a ranked list of hits (memory/ranking.py runs them inside recall):
+Three steps on recall's ranked hits (`rerank`; memory/ranking.py runs it inside recall):
 
 1. Neighbour context. A memory's meaning often sits in the one written just before it under
    the same parent: "I go hiking" answers "what do you do to relax?". So a hit lends a share
-   of its score to the siblings written just after it (`NEXT_SHARE`) and just before it
-   (`PREVIOUS_SHARE`); siblings are the children of a common parent, in creation order. A
-   memory with no parent has no neighbours: the step never invents an order the agent did
-   not write down.
+   of its score to the sibling written just after it (`NEXT_SHARE`) and just before it
+   (`PREVIOUS_SHARE`); siblings are the children of a common parent, in creation order, and
+   only within `NEIGHBOUR_GAP` of each other (one sitting). A memory with no parent has no
+   neighbours: the step never invents an order the agent did not write down.
 2. Vectors, for questions only. When the query is a question in words ("what does she do to
    relax?") and the vectors are ready, the ranking is fused with the vectors' nearest nodes by
    reciprocal rank fusion (`RRF_K`, the vectors weighted `VECTOR_WEIGHT`). A query that is not
    a question (a title, names, keywords) stays with the words and the graph's own links: on
    the ledgers, where proposals build on proposals that share their rare names, every fusion
    measured lowered recall (docs/embeddings.md has the tables).
+3. A date the question writes out (engine/when.py): memories from that span, or `TIME_SLACK`
+   after it, score `TIME_BOOST` times more.
 
 The fused scores are mapped back onto the word scale (the best fused hit keeps the best
 score of the list), so trust, variety and the tools' `score` keep their meaning.
@@ -23,9 +25,9 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import weakref
 import re
-from typing import Callable, Iterable
+import weakref
+from typing import Callable
 
 from soulgraph.engine.graph import Hit, Node, SoulGraph
 
