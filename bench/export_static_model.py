@@ -1,4 +1,4 @@
-"""Export the distilled static model into the runtime: runtime/soulgraph/engine/static_model/.
+"""Export the distilled static model into its package: runtime/model/soulgraph_model/.
 
 The last step of rebuilding the model the product ships (docs/embeddings.md):
   1. bench/distill_static.py   (teacher pass over MiniLM's vocabulary; writes the variants)
@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 import distill_static as distill  # noqa: E402
 
 VARIANT = "mean_384_wfsif"
-DEST = os.path.join(os.path.dirname(HERE), "runtime", "soulgraph", "engine", "static_model")
+DEST = os.path.join(os.path.dirname(HERE), "runtime", "model", "soulgraph_model")
 
 
 def main() -> None:

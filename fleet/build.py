@@ -32,6 +32,7 @@ def default_repo() -> Path:
 
 REPO = default_repo()
 GIT_TIMEOUT = 120  # seconds, each git command on the operator
+MODEL_FOLDER = "runtime/model"  # the soulgraph-model package: the vectors' model files
 
 
 class BuildError(Exception):
@@ -128,7 +129,9 @@ class RuntimeBuilder:
         try:
             src = tmp / "src"
             src.mkdir()
-            archive = _git(self.repo, "archive", "--format=tar", self.sha, "runtime", binary=True)
+            # runtime/model/ (the vectors' model, 12 MB) is a package of its own: `model_wheel`.
+            archive = _git(self.repo, "archive", "--format=tar", self.sha, "--", "runtime",
+                           f":(exclude){MODEL_FOLDER}", binary=True)
             tar_path = tmp / "runtime.tar"
             tar_path.write_bytes(archive)
             with tarfile.open(tar_path) as tar:
@@ -145,6 +148,36 @@ class RuntimeBuilder:
         shutil.rmtree(src)
         _publish(tmp, folder)
         return sorted(folder.glob("soulgraph-*.whl"))[0]
+
+    def model_wheel(self) -> Path:
+        """The vectors' model (soulgraph-model, from runtime/model/ at the sha), cached by the
+        folder's git tree: it changes far less often than the code."""
+        try:
+            tree = _git(self.repo, "rev-parse", f"{self.sha}:{MODEL_FOLDER}")
+        except BuildError:
+            raise BuildError(f"{self.sha[:12]} has no {MODEL_FOLDER}/: soul_embed needs a release that ships "
+                             "the vectors' model (issue 15 on)") from None
+        folder = self.cache / "model-wheels" / tree
+        wheels = sorted(folder.glob("soulgraph_model-*.whl")) if folder.is_dir() else []
+        if wheels:
+            return wheels[0]
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{tree[:12]}-", dir=folder.parent))
+        try:
+            src = tmp / "src"
+            src.mkdir()
+            tar_path = tmp / "model.tar"
+            tar_path.write_bytes(_git(self.repo, "archive", "--format=tar", self.sha, MODEL_FOLDER, binary=True))
+            with tarfile.open(tar_path) as tar:
+                tar.extractall(src, filter="data")
+            tar_path.unlink()
+            _pip("wheel", "--no-deps", "-q", "-w", str(tmp), str(src / MODEL_FOLDER))
+            shutil.rmtree(src)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _publish(tmp, folder)
+        return sorted(folder.glob("soulgraph_model-*.whl"))[0]
 
     def _requirements_key(self) -> str:
         text = _git(self.repo, "show", f"{self.sha}:runtime/pyproject.toml")
@@ -174,7 +207,7 @@ class RuntimeBuilder:
 
     def wheelhouse(self, platform: str, arch: str, python_version: str, extras: tuple[str, ...] = ()) -> Path:
         """The folder shipped to `releases/<sha>/wheels/`: the runtime wheel and its deps (with
-        those of the runtime's `extras`)."""
+        those of the runtime's `extras`; with `embed`, the model's wheel too)."""
         key = platform_key(platform, arch, python_version) + "".join(f"+{extra}" for extra in sorted(extras))
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
@@ -186,7 +219,8 @@ class RuntimeBuilder:
                 deps = self.dependency_wheels(platform, arch, python_version, extras)
                 folder.parent.mkdir(parents=True, exist_ok=True)
                 tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder.parent))
-                for wheel in [*deps.glob("*.whl"), self.runtime_wheel()]:
+                own = [self.runtime_wheel(), *([self.model_wheel()] if "embed" in extras else [])]
+                for wheel in [*deps.glob("*.whl"), *own]:
                     try:
                         os.link(wheel, tmp / wheel.name)
                     except OSError:

@@ -276,9 +276,9 @@ def test_macos_command_sequence_with_stand_ins(fleet_lab, tmp_path):
 
 
 def test_soul_embed_adds_the_vectors_to_a_deployed_release(fleet_lab, tmp_path):
-    """soul_embed: true ships numpy in the wheelhouse and adds the runtime's embed extra to the
+    """soul_embed: true ships numpy and the model's package in the wheelhouse and adds them to the
     release venv already deployed (in place: nothing is taken out of a venv in use); a second
-    run has nothing to do, and the host's runtime then embeds."""
+    run has nothing to do, and the host's runtime then embeds. Without it neither ships."""
     lab, inventory, repo = fleet_lab
     sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'embed'\n", "a fresh release")
     assert run_update("--yes", "-i", str(inventory), "all", sha, repo=repo)[0] == 0
@@ -289,8 +289,8 @@ def test_soul_embed_adds_the_vectors_to_a_deployed_release(fleet_lab, tmp_path):
     embed_inventory = lab.write_inventory(tmp_path / "embed.yml", host_vars={host.name: {"soul_embed": True}},
                                           common_vars={"gateway_restart_command": RESTART})
     code, out = run_update("--yes", "-i", str(embed_inventory), host.name, sha, repo=repo)
-    assert code == 0 and "added soulgraph[embed]" in out, out
-    assert marker.read_text() == "soulgraph\nsoulgraph[embed]\n"
+    assert code == 0 and "added soulgraph[embed], soulgraph-model" in out, out
+    assert marker.read_text() == "soulgraph\nsoulgraph-model\nsoulgraph[embed]\n"
     probe = ("from soulgraph.engine import embeddings; import numpy; "
              "print(embeddings.available(), embeddings.default_model().embed('hiking').shape)")
     shown = subprocess.run([str(venv / "bin" / "python"), "-c", probe], capture_output=True, text=True, timeout=120)
@@ -298,5 +298,6 @@ def test_soul_embed_adds_the_vectors_to_a_deployed_release(fleet_lab, tmp_path):
     code, out = run_update("--yes", "-i", str(embed_inventory), host.name, sha, repo=repo)
     assert code == 0 and f"{host.name}: OK" in out, out
     # The other hosts were left without it.
-    other = lab.hosts[1].home / ".soulfleet" / "releases" / sha / "venv" / ".soulfleet-complete"
-    assert other.read_text() == "soulgraph\n"
+    other = lab.hosts[1].home / ".soulfleet" / "releases" / sha
+    assert (other / "venv" / ".soulfleet-complete").read_text() == "soulgraph\n"
+    assert not list((other / "wheels").glob("numpy-*")) and not list((other / "wheels").glob("soulgraph_model-*"))

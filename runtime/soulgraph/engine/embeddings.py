@@ -3,8 +3,9 @@
 The model is a table with one row per WordPiece token, distilled from all-MiniLM-L6-v2
 (bench/distill_static.py, docs/embeddings.md): a text's vector is the mean of its tokens'
 rows, normalised, so embedding costs a tokenisation and a gather (about 0.1 ms), with no
-neural network at run time. It ships inside the runtime (engine/static_model/, 12 MB) and
-needs numpy, the `embed` extra; without numpy `available()` is False and search is lexical.
+neural network at run time. Its files are a package of their own (soulgraph-model, built from
+runtime/model/, 12 MB), and it needs numpy (the `embed` extra); without either, `available()`
+is False and search is lexical.
 
 `VectorIndex` holds the vectors of a graph's nodes as rows of one float32 matrix; a search is
 one matrix-vector product. It is pure: store/vectors.py persists it beside the soul file.
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 else:
     np = None  # numpy, imported on first use (`_numpy`): a server start never pays for it
 
-MODEL_DIR = Path(__file__).with_name("static_model")
+MODEL_PACKAGE = "soulgraph_model"  # the model's files, a package of their own (runtime/model/)
 
 
 def _numpy() -> Any:
@@ -37,16 +38,29 @@ def _numpy() -> Any:
     return np
 
 
+def model_dir() -> Path | None:
+    """Where the model's files are (the soulgraph-model package), without importing numpy."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def available() -> bool:
-    """Can this Python embed at all (numpy installed, the model files present)? Looks, imports nothing."""
-    return importlib.util.find_spec("numpy") is not None and (MODEL_DIR / "model.json").is_file()
+    """Can this Python embed at all (numpy and the model package installed)? Looks, imports nothing."""
+    folder = model_dir()
+    return importlib.util.find_spec("numpy") is not None and folder is not None and (folder / "model.json").is_file()
 
 
 def unavailable_reason() -> str:
     if importlib.util.find_spec("numpy") is None:
         return "numpy is not installed (install the runtime's `embed` extra: pip install 'soulgraph[embed]')"
-    if not (MODEL_DIR / "model.json").is_file():
-        return f"the model files are missing from {MODEL_DIR}"
+    folder = model_dir()
+    if folder is None:
+        return ("the soulgraph-model package is not installed (it is built from runtime/model/ in the "
+                "soulfleet repository; the fleet installs it with soul_embed: true)")
+    if not (folder / "model.json").is_file():
+        return f"the model files are missing from {folder}"
     return ""
 
 
@@ -63,9 +77,10 @@ class StaticModel:
         self.vocabulary = len(tokens)
 
     @classmethod
-    def load(cls, folder: Path = MODEL_DIR) -> "StaticModel":
+    def load(cls, folder: Path | None = None) -> "StaticModel":
         if not available():
             raise RuntimeError(unavailable_reason())
+        folder = folder or model_dir()
         _numpy()
         info = json.loads((folder / "model.json").read_text(encoding="utf-8"))
         tokens = (folder / "vocab.txt").read_text(encoding="utf-8").split("\n")
