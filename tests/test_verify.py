@@ -28,9 +28,10 @@ from tests.lab import FakeCommand, Lab
 pytestmark = pytest.mark.lab
 
 SHA = "5e1f0c0ffee5e1f0c0ffee5e1f0c0ffee5e1f0c0"
-CHECKS = ["runtime_imports", "current_release", "mcp_entry", "memory_provider", "soul_file_private", "skill_present",
+CHECKS = ["runtime_imports", "vectors", "current_release", "mcp_entry", "memory_provider", "soul_file_private", "skill_present",
           "mcp_tools", "layered_soul"]
-PASSED = {c: "ok" for c in CHECKS} | {"layered_soul": "skip"}  # no layered soul imported on these hosts
+# No layered soul imported on these hosts, and no soul_embed.
+PASSED = {c: "ok" for c in CHECKS} | {"layered_soul": "skip", "vectors": "skip"}
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,15 @@ def test_runtime_imports(facts, layout):
     assert imports.ok, f"{layout.current_python} cannot import soulgraph: {imports.last_line}"
 
 
+def test_vectors(facts, layout):
+    """With soul_embed, the runtime can embed: numpy and the model's package are installed."""
+    if not layout.embed:
+        pytest.skip("soul_embed is false: search is lexical")
+    vectors = facts["vectors"]
+    assert vectors.out.strip() == "True", \
+        f"{layout.current_python} cannot embed (soul_embed is true): {vectors.last_line}"
+
+
 def test_current_release(facts, layout, verify_settings):
     deployed = facts.deployed_release
     assert deployed is not None, f"{layout.current} is not a symlink"

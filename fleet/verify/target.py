@@ -31,6 +31,7 @@ class VerifyTarget:
     local: bool = False
     toolsets: str = "graph"  # the inventory's soul_toolsets: what the Hermes entry serves
     memory_provider: str = "auto"  # the inventory's soul_memory_provider
+    embed: bool = False  # the inventory's soul_embed: the runtime must be able to embed
     gateway: dict | None = None  # the inventory's gateway_* vars (restart/status command, unit, label)
     # Makes the host's unopened fleet SSHConnection, as fleet-update reaches it (~/.ssh/config,
     # ProxyJump); when None, one is made from address, port, user, key and known_hosts.
@@ -45,14 +46,15 @@ class VerifyTarget:
             return cls(host.name, local=True, hermes_home=v.get("hermes_home") or DEFAULT_HERMES_HOME,
                        runtime_dir=v.get("runtime_dir") or DEFAULT_RUNTIME_DIR,
                        toolsets=str(v.get("soul_toolsets") or "graph"),
-                       memory_provider=str(v.get("soul_memory_provider") or "auto"), gateway=gateway)
+                       memory_provider=str(v.get("soul_memory_provider") or "auto"),
+                       embed=bool(v.get("soul_embed")), gateway=gateway)
         return cls(host.name, v["address"], int(v.get("port") or 22), v.get("user"),
                    str(v["key"]) if v.get("key") else None, str(v.get("known_hosts") or ""),
                    v.get("hermes_home") or DEFAULT_HERMES_HOME,
                    v.get("runtime_dir") or DEFAULT_RUNTIME_DIR,
                    toolsets=str(v.get("soul_toolsets") or "graph"),
-                   memory_provider=str(v.get("soul_memory_provider") or "auto"), gateway=gateway,
-                   connection=host.connection)
+                   memory_provider=str(v.get("soul_memory_provider") or "auto"),
+                   embed=bool(v.get("soul_embed")), gateway=gateway, connection=host.connection)
 
     def __post_init__(self) -> None:
         if not self.local and not self.known_hosts:
@@ -68,6 +70,7 @@ class HostLayout:
     hermes_home: str  # the home the agent runs from: the active profile's, when there is one
     toolsets: str = "graph"
     memory_provider: str = "auto"
+    embed: bool = False
     gateway_unit: str = "hermes-gateway.service"
     gateway_label: str = "ai.hermes.gateway"
     profile: str | None = None
@@ -79,7 +82,7 @@ class HostLayout:
         names = resolve(expand_home(target.hermes_home, home), home, active_profile)
         gateway = target.gateway or {}
         return cls(runtime_dir=expand_home(target.runtime_dir, home), hermes_home=names.home,
-                   toolsets=target.toolsets, memory_provider=target.memory_provider,
+                   toolsets=target.toolsets, memory_provider=target.memory_provider, embed=target.embed,
                    gateway_unit=gateway.get("gateway_unit") or names.unit,
                    gateway_label=gateway.get("gateway_label") or names.label, profile=names.profile)
 
