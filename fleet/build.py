@@ -120,34 +120,9 @@ class RuntimeBuilder:
         self._wheelhouses: dict[str, Path] = {}
 
     def runtime_wheel(self) -> Path:
-        folder = self.cache / "runtime-wheels" / self.sha
-        wheels = sorted(folder.glob("soulgraph-*.whl")) if folder.is_dir() else []
-        if wheels:
-            return wheels[0]
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{self.sha[:12]}-", dir=folder.parent))
-        try:
-            src = tmp / "src"
-            src.mkdir()
-            # runtime/model/ (the vectors' model, 12 MB) is a package of its own: `model_wheel`.
-            archive = _git(self.repo, "archive", "--format=tar", self.sha, "--", "runtime",
-                           f":(exclude){MODEL_FOLDER}", binary=True)
-            tar_path = tmp / "runtime.tar"
-            tar_path.write_bytes(archive)
-            with tarfile.open(tar_path) as tar:
-                tar.extractall(src, filter="data")
-            tar_path.unlink()
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        try:
-            _pip("wheel", "--no-deps", "-q", "-w", str(tmp), str(src / "runtime"))
-        except BaseException:  # a failure or Ctrl-C: no half-built folder stays in the cache
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        shutil.rmtree(src)
-        _publish(tmp, folder)
-        return sorted(folder.glob("soulgraph-*.whl"))[0]
+        # runtime/model/ (the vectors' model, 12 MB) is a package of its own: `model_wheel`.
+        return self._wheel(self.cache / "runtime-wheels" / self.sha, "soulgraph-*.whl", "runtime",
+                           exclude=MODEL_FOLDER)
 
     def model_wheel(self) -> Path:
         """The vectors' model (soulgraph-model, from runtime/model/ at the sha), cached by the
@@ -157,27 +132,32 @@ class RuntimeBuilder:
         except BuildError:
             raise BuildError(f"{self.sha[:12]} has no {MODEL_FOLDER}/: soul_embed needs a release that ships "
                              "the vectors' model (issue 15 on)") from None
-        folder = self.cache / "model-wheels" / tree
-        wheels = sorted(folder.glob("soulgraph_model-*.whl")) if folder.is_dir() else []
+        return self._wheel(self.cache / "model-wheels" / tree, "soulgraph_model-*.whl", MODEL_FOLDER)
+
+    def _wheel(self, folder: Path, pattern: str, source: str, exclude: str | None = None) -> Path:
+        """The wheel `pip wheel` makes of the repository's `source` folder at the sha (without
+        `exclude`), cached in `folder`: `git archive`, so only committed files ship."""
+        wheels = sorted(folder.glob(pattern)) if folder.is_dir() else []
         if wheels:
             return wheels[0]
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{tree[:12]}-", dir=folder.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name[:12]}-", dir=folder.parent))
         try:
             src = tmp / "src"
             src.mkdir()
-            tar_path = tmp / "model.tar"
-            tar_path.write_bytes(_git(self.repo, "archive", "--format=tar", self.sha, MODEL_FOLDER, binary=True))
+            paths = ["--", source, *([f":(exclude){exclude}"] if exclude else [])]
+            tar_path = tmp / "source.tar"
+            tar_path.write_bytes(_git(self.repo, "archive", "--format=tar", self.sha, *paths, binary=True))
             with tarfile.open(tar_path) as tar:
                 tar.extractall(src, filter="data")
             tar_path.unlink()
-            _pip("wheel", "--no-deps", "-q", "-w", str(tmp), str(src / MODEL_FOLDER))
+            _pip("wheel", "--no-deps", "-q", "-w", str(tmp), str(src / source))
             shutil.rmtree(src)
-        except BaseException:
+        except BaseException:  # a failure or Ctrl-C: no half-built folder stays in the cache
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         _publish(tmp, folder)
-        return sorted(folder.glob("soulgraph_model-*.whl"))[0]
+        return sorted(folder.glob(pattern))[0]
 
     def _requirements_key(self) -> str:
         text = _git(self.repo, "show", f"{self.sha}:runtime/pyproject.toml")
