@@ -341,3 +341,22 @@ def test_the_vectors_file_is_written_again_after_enough_changes(tmp_path, monkey
         threading.Event().wait(0.05)
     again = VectorStore(path, background=False)
     assert again.ready(graph) and again.loaded_from == "file" and len(again.index) == 4
+
+
+def test_the_eval_names_what_hybrid_needs_when_numpy_is_missing(monkeypatch, capsys):
+    from soulgraph.eval.__main__ import main
+
+    monkeypatch.setattr(embeddings.importlib.util, "find_spec", lambda name: None)
+    locomo = Path(__file__).parent / "fixtures" / "eval" / "locomo-shaped.json"
+    assert main(["locomo", str(locomo), "--methods", "hybrid"]) == 2
+    assert "method 'hybrid' needs the vectors: numpy is not installed" in capsys.readouterr().err
+
+
+def test_the_eval_runs_the_new_methods_on_every_question():
+    from soulgraph.eval.locomo import read_locomo, replay_locomo
+
+    methods = ["recall_before", "recall", "hybrid", "hybrid_related"]
+    result = replay_locomo(read_locomo(Path(__file__).parent / "fixtures" / "eval" / "locomo-shaped.json"), methods)
+    assert result.questions
+    for question in result.questions:
+        assert all(question.ranks.get(method) is not None for method in methods), question

@@ -154,7 +154,7 @@ class Hybrid(_GraphRetriever):
 
         self.vectors = VectorStore(None, background=False)
         if not self.vectors.enabled:
-            raise RuntimeError(f"method {self.name!r} needs the vectors: {self.vectors.reason}")
+            raise ValueError(f"method {self.name!r} needs the vectors: {self.vectors.reason}")
 
     def ask(self, text: str, k: int) -> list[str]:
         return [hit.node.id for hit in ranking.recall(self.graph, text, k, vectors=self.vectors)]
