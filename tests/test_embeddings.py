@@ -360,3 +360,15 @@ def test_the_eval_runs_the_new_methods_on_every_question():
     assert result.questions
     for question in result.questions:
         assert all(question.ranks.get(method) is not None for method in methods), question
+
+
+def test_the_store_word_counts_come_back_from_the_file(tmp_path):
+    path = vectors_path(tmp_path / "soul.json")
+    graph = _graph_with(["Melanie: I go hiking", "Melanie: we painted a sunset", "Caroline: a puppy!"])
+    first = VectorStore(path, background=False)
+    assert first.ready(graph)
+    first.save()
+    again = VectorStore(path, background=False, model_loader=lambda: MODEL)
+    assert again.ready(graph) and again.loaded_from == "file"  # nothing tokenised or embedded again
+    assert again.index.total_tokens == first.index.total_tokens > 0
+    assert (again.index.token_counts == first.index.token_counts).all()

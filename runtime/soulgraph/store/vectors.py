@@ -5,7 +5,8 @@ here can lose a memory. What the file saves is time: a start reads it instead of
 every memory again.
 
 - The file holds the model's version stamp, and per node its id, a digest of the text the
-  vector was made from, and the vector (float16). A vector whose node's text changed, or
+  vector was made from, the vector (float16) and the text's token ids (for the store's word
+  counts, which weight a question's words). A vector whose node's text changed, or
   that belongs to no node, is dropped on load; a node without one is embedded.
 - A missing file, a corrupt one or one made by another model version is rebuilt in a
   background thread; until it is ready search is lexical, and `status()` (which
@@ -189,7 +190,9 @@ class VectorStore:
                 index.remove(node_id)
             for node_id, text in texts.items():
                 mark = digest(text)
-                ids = model.token_ids(text)  # counted for every memory: the file keeps no tokens
+                if index.digest.get(node_id) == mark and node_id in index.tokens:
+                    continue  # read from the file, vector and tokens both
+                ids = model.token_ids(text)
                 if index.digest.get(node_id) != mark:
                     index.put(node_id, model.embed_ids(ids), mark)
                     embedded += 1
@@ -223,6 +226,13 @@ class VectorStore:
                 index = embeddings.VectorIndex(model.dimensions, capacity=len(ids) + 64, vocabulary=model.vocabulary)
                 for node_id, mark, row in zip(ids.tolist(), marks.tolist(), matrix):
                     index.put(node_id, row.astype(np.float32), mark)
+                if "tokens" in data.files and "token_ends" in data.files:
+                    tokens, ends = data["tokens"].astype(np.intp), data["token_ends"].tolist()
+                    if len(ends) == len(ids) and (not ends or ends[-1] == len(tokens)):
+                        start = 0
+                        for node_id, end in zip(ids.tolist(), ends):
+                            index.count_tokens(node_id, tokens[start:end])
+                            start = end
             return index, "file"
         except FileNotFoundError:
             return index, "built (no vectors file yet)"
@@ -252,6 +262,11 @@ class VectorStore:
             "digests": np.array([index.digest[node_id] for node_id, _ in rows], dtype=str),
             "matrix": (index.matrix[[row for _, row in rows]].astype(np.float16) if rows
                        else np.zeros((0, model.dimensions), np.float16)),
+            # Each memory's token ids, one after another, and where each one's end: a start then
+            # counts the store's words without tokenising every memory again.
+            "tokens": (np.concatenate([index.tokens.get(node_id, ()) for node_id, _ in rows]).astype(np.int32)
+                       if rows else np.zeros(0, np.int32)),
+            "token_ends": np.cumsum([len(index.tokens.get(node_id, ())) for node_id, _ in rows], dtype=np.int64),
         }
 
     def _write_payload(self, payload: dict[str, Any]) -> None:
