@@ -202,12 +202,11 @@ class VectorIndex:
             return []
         scores = self.matrix[:used] @ query
         n = min(n, used)
-        top = np.argpartition(-scores, n - 1)[:n] if n < used else np.arange(used)
-        top = top[np.argsort(-scores[top], kind="stable")]
+        top = np.argpartition(scores, used - n)[used - n:] if n < used else np.arange(used)
         id_of = self.id_of
         found = [(id_of[row], score) for row, score in zip(top.tolist(), scores[top].tolist())
                  if id_of[row] is not None]
-        # Equal cosines (copies of one text) go to the smaller id, as everywhere in search.
+        # Best first; equal cosines (copies of one text) to the smaller id, as everywhere in search.
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return found
 
