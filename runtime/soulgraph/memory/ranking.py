@@ -27,6 +27,10 @@ and then applies what the memory record knows, in three steps:
 Each result keeps its trust-weighted score; the order is the MMR order (a near-copy may
 appear below a lower score). docs/soul-graph.md shows the formulas with real output and
 docs/eval.md what they change on the evaluation data.
+
+Before variety, engine/hybrid.py re-ranks the candidates (`_hybrid`): neighbour context, a date
+the question names, and, given the vectors (store/vectors.py) and a question, the vectors'
+nearest memories fused in (docs/embeddings.md). Then the search looks `CONTEXT_DEPTH` deep.
 """
 
 from __future__ import annotations
