@@ -174,6 +174,9 @@ def test_a_question_is_told_from_a_title():
     ("What setback did he face in October 2023?", ("2023-10-01", "2023-11-01")),
     ("When did Melanie go camping in June?", ("2023-06-01", "2023-07-01")),  # the latest June by now
     ("What happened in December?", ("2022-12-01", "2023-01-01")),  # December 2023 has not begun
+    ("What did he do last May?", ("2023-05-01", "2023-06-01")),
+    ("What did we decide last November?", ("2022-11-01", "2022-12-01")),  # asked in November 2023
+    ("What happened in November?", ("2023-11-01", "2023-12-01")),  # this November has begun
     ("What changed in 2022?", ("2022-01-01", "2023-01-01")),
     ("What may I ask?", None),
     ("Due on February 30, 2023", None),

@@ -1,12 +1,12 @@
-"""The time a question names: "on May 23, 2023", "in October 2023", "in June", "in 2022".
+"""The time a question names: "on May 23, 2023", "in October 2023", "in June", "last May", "in 2022".
 
 `window(text, now)` finds the first such date and gives the span of time it covers, or None.
 Search (engine/hybrid.py) then favours memories from that span. Only dates written out are
 read: "last week" or "after the trip" depend on when the thing was said or on another
 memory, and guessing them wrongly would push the right answer down (docs/embeddings.md).
 
-A month without a year is its latest occurrence that has begun by `now`; a day without a
-year likewise. Times are UTC, as the graph's are.
+A month without a year is its latest occurrence that has begun by `now` ("last May": that has
+ended); a day without a year likewise. Times are UTC, as the graph's are.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ _PATTERNS = [
     ("day", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I)),  # 23 May, 2023
     ("day", re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:,\s*)?\d)", re.I)),      # May 23
     ("month", re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.I)),         # October 2023
+    ("month", re.compile(rf"\b(?P<last>last)\s+{_MONTH}\b", re.I)),  # last May: never this month
     ("month", re.compile(rf"\b(?:in|during|of|since|until|by|early|late|mid)\s+(?:-\s*)?{_MONTH}\b", re.I)),  # in June
     ("year", re.compile(rf"\b(?:in|during|of|since|until|by)\s+{_YEAR}\b", re.I)),  # in 2022
 ]
@@ -53,8 +54,9 @@ def window(text: str, now: float) -> tuple[float, float] | None:
                 if unit == "year":
                     return _utc(year), _utc(year + 1)
                 if unit == "month":
-                    if year is None:  # the latest such month that has begun
-                        year = today.year if month <= today.month else today.year - 1
+                    if year is None:  # the latest such month that has begun ("last": and ended)
+                        latest = month < today.month or (month == today.month and not found.get("last"))
+                        year = today.year if latest else today.year - 1
                     return _month_span(year, month)
                 day = int(found["day"])
                 if year is None:
