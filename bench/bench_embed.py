@@ -129,7 +129,8 @@ def main() -> None:
     print(f"start-up, import soulgraph.server.app (median of 5): {startup(args.base)}")
     before = rss_mb()
     model = embeddings.default_model()
-    model.embed_many(["warming the tokenizer and the table's pages"] * 10)
+    for _ in range(10):
+        model.embed("warming the tokenizer and the table's pages")
     print(f"the model, loaded (its table memory-mapped): {rss_mb() - before:.1f} MB resident")
     rows = []
     for size in [int(s) for s in args.sizes.split(",")]:

@@ -272,13 +272,17 @@ def test_soul_summary_names_the_search_mode_and_the_vectors_file_is_kept(tmp_pat
                 break
             await asyncio.sleep(0.05)
         found = await session.call("soul_query", query="What outdoor activities do I enjoy?")
+        # Written after the vectors were built: only the save at stop puts it in the file.
+        await session.call("soul_add", content="We adopted a puppy named Biscuit")
+        await session.call("soul_query", query="Who is Biscuit?")  # the new memory gets its vector
         return summary, found
 
     summary, found = with_server(soul, scenario)
     assert summary["search"]["mode"] == "hybrid" and summary["search"]["vectors"] == 1
     assert summary["search"]["model"] == MODEL.version
     assert found["results"] and found["results"][0]["content"].startswith("I go hiking")
-    assert vectors_path(soul).is_file()  # saved when the server stopped
+    with np.load(vectors_path(soul)) as saved:  # written when the server stopped
+        assert len(saved["ids"]) == 2
 
     async def lexical(session):
         await session.call("soul_prime")
@@ -361,8 +365,8 @@ def test_the_eval_runs_the_new_methods_on_every_question():
     methods = ["recall_before", "recall", "hybrid", "hybrid_related"]
     result = replay_locomo(read_locomo(Path(__file__).parent / "fixtures" / "eval" / "locomo-shaped.json"), methods)
     assert result.questions
-    for question in result.questions:
-        assert all(question.ranks.get(method) is not None for method in methods), question
+    for method in methods:  # each found some of the evidence in its 20
+        assert any(question.ranks.get(method) for question in result.questions), method
 
 
 def test_the_store_word_counts_come_back_from_the_file(tmp_path):
@@ -371,7 +375,10 @@ def test_the_store_word_counts_come_back_from_the_file(tmp_path):
     first = VectorStore(path, background=False)
     assert first.ready(graph)
     first.save()
+    written = path.stat().st_mtime_ns
     again = VectorStore(path, background=False, model_loader=lambda: MODEL)
     assert again.ready(graph) and again.loaded_from == "file"  # nothing tokenised or embedded again
+    again.save()
+    assert path.stat().st_mtime_ns == written  # nothing changed: the file is not written again
     assert again.index.total_tokens == first.index.total_tokens > 0
     assert (again.index.token_counts == first.index.token_counts).all()

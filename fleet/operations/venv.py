@@ -36,9 +36,14 @@ def marker_command(path: str) -> list[str]:
     return [f"cat {sh_path(path)}/{MARKER}"]
 
 
-def installed_packages(marker_text: str) -> set[str]:
+def marker_text(packages: list[str]) -> str:
+    """What a complete venv's marker holds: the packages it was made with, one a line."""
+    return "".join(f"{package}\n" for package in packages)
+
+
+def installed_packages(text: str) -> set[str]:
     """The packages a complete venv's marker lists (a marker from before lists none: soulgraph)."""
-    return {line.strip() for line in marker_text.splitlines() if line.strip()} or {"soulgraph"}
+    return {line.strip() for line in text.splitlines() if line.strip()} or {"soulgraph"}
 
 
 @operation("venv")
@@ -47,7 +52,6 @@ def venv(ctx: Context, path: str, python: str, wheelhouse: str, wheels_dest: str
     venv_dir, wheels = sh_path(path), sh_path(wheels_dest)
     marker = ctx.read(marker_command(path)[0])
     wanted = list(dict.fromkeys(packages))
-    marker_text = "".join(f"{package}\n" for package in wanted)
     if marker.ok:
         installed = installed_packages(marker.stdout)
         missing = [package for package in wanted if package not in installed]
@@ -64,15 +68,23 @@ def venv(ctx: Context, path: str, python: str, wheelhouse: str, wheels_dest: str
         f"tar -xf - -C {wheels}",
         # pip runs from its shipped wheel: no ensurepip step, and the venv stays pip-free.
         f"{sh_path(python)} -m venv --without-pip {venv_dir}",
-        f'pip_wheel=$(ls {wheels}/pip-*.whl | head -n 1)',
-        f'{PIP_ISOLATED} {venv_dir}/bin/python "$pip_wheel/pip" install -q --no-index '
-        f"--find-links {wheels} " + " ".join(q(p) for p in packages),
-        f"printf %s {q(marker_text)} > {venv_dir}/{MARKER}",
+        *_pip_install(venv_dir, wheels, wanted),
+        f"printf %s {q(marker_text(wanted))} > {venv_dir}/{MARKER}",
     ])
     result = ctx.run(script, input=archive)
     if not result.ok:
         return failed_result(result, "venv + wheel install")
     return Outcome(CHANGED, f"created {path} ({len(archive) // 1024} KiB of wheels)")
+
+
+def _pip_install(venv_dir: str, wheels: str, packages: list[str]) -> list[str]:
+    """Shell steps: install `packages` into the venv from the shipped wheels only, with the pip
+    that came with them (the venv has none of its own)."""
+    return [
+        f'pip_wheel=$(ls {wheels}/pip-*.whl | head -n 1)',
+        f'{PIP_ISOLATED} {venv_dir}/bin/python "$pip_wheel/pip" install -q --no-index '
+        f"--find-links {wheels} " + " ".join(q(p) for p in packages),
+    ]
 
 
 def _add_packages(ctx: Context, path: str, wheelhouse: str, wheels_dest: str, missing: list[str],
@@ -85,14 +97,11 @@ def _add_packages(ctx: Context, path: str, wheelhouse: str, wheels_dest: str, mi
     archive = tar_folder(Path(wheelhouse))
     if ctx.check:
         return Outcome(CHANGED, f"would add {names} to {path} ({len(archive) // 1024} KiB of wheels)")
-    marker_text = "".join(f"{package}\n" for package in listed)
     script = " && ".join([
         f"mkdir -p {wheels}",
         f"tar -xf - -C {wheels}",
-        f'pip_wheel=$(ls {wheels}/pip-*.whl | head -n 1)',
-        f'{PIP_ISOLATED} {venv_dir}/bin/python "$pip_wheel/pip" install -q --no-index '
-        f"--find-links {wheels} " + " ".join(q(p) for p in missing),
-        f"printf %s {q(marker_text)} > {venv_dir}/{MARKER}.tmp",
+        *_pip_install(venv_dir, wheels, missing),
+        f"printf %s {q(marker_text(listed))} > {venv_dir}/{MARKER}.tmp",
         f"mv {venv_dir}/{MARKER}.tmp {venv_dir}/{MARKER}",
     ])
     result = ctx.run(script, input=archive)

@@ -56,9 +56,6 @@ def fact_commands(layout: HostLayout) -> dict[str, str]:
         "current_link": f"readlink -- {q(layout.current)}",
         "current_is_dir": f"test -d {q(layout.current)}",  # follows the link
         "imports": f"{q(layout.current_python)} -c 'import soulgraph' 2>&1",
-        # Can the runtime embed (numpy and the model package)? "True", or why not. Imports no numpy.
-        "vectors": (f"{q(layout.current_python)} -c 'from soulgraph.engine import embeddings as e; "
-                    f"print(e.available() or e.unavailable_reason())' 2>&1"),
         "config": f"cat -- {q(layout.config)}",
         "plugin_init": f"test -f {q(posixpath.join(layout.plugin, '__init__.py'))}",
         "plugin_settings": f"cat -- {q(posixpath.join(layout.plugin, 'settings.json'))}",
@@ -67,6 +64,10 @@ def fact_commands(layout: HostLayout) -> dict[str, str]:
         "soul_state": f"cat -- {q(layout.soul_state)}",
         "hermes_command": "command -v hermes",
         **self_check_fact_commands(layout),
+        # With soul_embed: can the runtime embed (numpy and the model package)? "True", or why
+        # not. Imports no numpy; other hosts are spared the Python start.
+        **({"vectors": f"{q(layout.current_python)} -c 'from soulgraph.engine import embeddings as e; "
+                       f"print(e.available() or e.unavailable_reason())' 2>&1"} if layout.embed else {}),
     }
 
 

@@ -17,7 +17,7 @@ import functools
 import importlib.util
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from soulgraph.engine.wordpiece import WordPiece
 
@@ -106,11 +106,6 @@ class StaticModel:
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm > 0.0 else vector
 
-    def embed_many(self, texts: Iterable[str]) -> Any:
-        vectors = [self.embed(text) for text in texts]
-        if not vectors:
-            return np.zeros((0, self.dimensions), np.float32)
-        return np.stack(vectors)
 
 
 @functools.lru_cache(maxsize=1)
@@ -191,9 +186,6 @@ class VectorIndex:
         self.id_of[row] = None
         self.digest.pop(node_id, None)
         self._free.append(row)
-
-    def vector(self, node_id: str) -> Any:
-        return self.matrix[self.row_of[node_id]]
 
     def nearest(self, query: Any, n: int) -> list[tuple[str, float]]:
         """The n nodes most similar to `query` (cosine), best first; ties to the smaller id."""

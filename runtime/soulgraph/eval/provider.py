@@ -25,9 +25,9 @@ from typing import Any
 from soulgraph.eval.locomo import CATEGORIES, _sessions, evidence_ids, replay_locomo, turn_text
 from soulgraph.eval.ledger import LedgerProblems
 from soulgraph.eval.scoring import Question, reciprocal_rank, recall_at
-from soulgraph.store.vectors import VectorStore, vectors_path
 from soulgraph.hermes.memory_service import RECALL_BUDGET, RECALL_LIMIT, MemoryService
 from soulgraph.store import SoulFile
+from soulgraph.store.vectors import VectorStore, vectors_path
 
 METHOD = "provider"
 DIRECT = ["recall", "recall_related"]

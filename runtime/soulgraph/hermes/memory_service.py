@@ -194,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m soulgraph.hermes.memory_service",
                                      description="The soul graph behind Hermes' memory provider (JSON lines on stdio).")
     parser.add_argument("--soul-file", type=Path, help="default: $HERMES_HOME/soul.json, else ~/.hermes/soul.json")
+    parser.add_argument("--no-embed", action="store_true",
+                        help="recall with words and links only, even where the `embed` extra is installed")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the shim ends us by closing stdin (or SIGTERM)
     soul = SoulFile(args.soul_file or default_soul_file(), freeze=True)  # one graph for the process's life
@@ -204,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     stdin = open(sys.stdin.fileno(), "r", encoding="utf-8", errors="replace", closefd=False)
     stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)
-    service = MemoryService(soul)
+    service = MemoryService(soul, embed=not args.no_embed)
     try:
         serve(service, stdin, stdout)
     finally:

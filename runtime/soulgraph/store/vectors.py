@@ -12,9 +12,9 @@ every memory again.
   background thread; until it is ready search is lexical, and `status()` (which
   soul_summary shows) says so and why.
 - Once ready, the vectors follow the graph through its watchers: an added memory is
-  embedded at the next search (about 0.1 ms), a removed one dropped. The file is written
+  embedded at the next search (about 0.2 ms), a removed one dropped. The file is written
   again (atomically) when `SAVE_EVERY` vectors changed since it was written, after a
-  rebuild, and when the server stops.
+  rebuild, and when the server stops if anything changed.
 """
 
 from __future__ import annotations
@@ -242,8 +242,9 @@ class VectorStore:
 
     # ------------------------------------------------------------------ saving
     def save(self) -> None:
-        """Write the file now (the server and the memory service call it when they stop)."""
-        if self.index is not None and self.model is not None:
+        """Write the file if a vector changed since it was last written (the server and the
+        memory service call it when they stop: an unchanged store is not written again)."""
+        if self.index is not None and self.model is not None and self._changed_since_save:
             self._write(self.model, self.index)
 
     def _write(self, model: Any, index: Any) -> None:
