@@ -13,6 +13,7 @@ LoCoMo's own. Measured in one process, one thread (OMP/BLAS pinned to one), per 
   embed per memory    VectorStore catching up with one new memory: its vector made and stored
   vectors: build / load   every memory embedded / the vectors file read back
   memory              resident memory added by the vectors, per node (the model's own, once, apart)
+Then the steps of one hybrid recall, each timed alone, at the largest size.
 Start-up: importing the MCP server's module must not import numpy (the vectors load on first use);
 with --base <sha> its import time is compared with that commit's, in the same invocation.
 """
@@ -36,12 +37,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "runtime"))
 
-from soulgraph.engine import embeddings  # noqa: E402
-from soulgraph.engine.graph import SoulGraph  # noqa: E402
+from soulgraph.engine import embeddings, hybrid, when  # noqa: E402
+from soulgraph.engine.graph import Hit, SoulGraph  # noqa: E402
 from soulgraph.eval.ledger import LedgerProblems  # noqa: E402
 from soulgraph.eval.locomo import _sessions, read_locomo, turn_text  # noqa: E402
 from soulgraph.memory import ranking  # noqa: E402
-from soulgraph.store.vectors import VectorStore  # noqa: E402
+from soulgraph.store.vectors import STORE_WEIGHT_A, VectorStore  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 
@@ -120,6 +121,30 @@ def startup(base: str | None) -> str:
             f"{any(r[1] for r in ours)}")
 
 
+def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[str]) -> dict[str, list[float]]:
+    """The steps of a hybrid recall (memory/ranking.py::_hybrid), each timed on its own."""
+    every = lambda node_id: True  # noqa: E731 - no filter, as a plain soul_query
+    nearest = {q: [i for i, _ in store.nearest(q, ranking.FUSION_DEPTH, every)] for q in questions}
+    hits = {q: graph.query(q, ranking.CONTEXT_DEPTH) for q in questions}
+    known = {q: {hit.node.id for hit in hits[q]} for q in questions}
+    extra = {q: graph.scores_of(q, [i for i in nearest[q] if i not in known[q]]) for q in questions}
+    pooled = {q: sorted([*hits[q], *(Hit(graph.nodes[i], s) for i, s in extra[q].items())],
+                        key=lambda h: (-h.score, h.node.id)) for q in questions}
+    return {
+        f"word search, {ranking.CONTEXT_DEPTH} deep": timed(lambda q: graph.query(q, ranking.CONTEXT_DEPTH), questions),
+        "question's vector (store weights)": timed(lambda q: store.model.embed_ids(
+            ids := store.model.token_ids(q), store.index.store_weights(ids, STORE_WEIGHT_A)), questions),
+        f"vectors' {ranking.FUSION_DEPTH} nearest (vector included)": timed(
+            lambda q: store.nearest(q, ranking.FUSION_DEPTH, every), questions),
+        "  of which the matrix-vector product": timed(
+            lambda q: store.index.matrix[:len(store.index.id_of)] @ store.model.embed(q), questions),
+        "their word scores (scores_of)": timed(lambda q: graph.scores_of(q, nearest[q]), questions),
+        "neighbours, fusion, date over the pooled candidates": timed(
+            lambda q: hybrid.rerank(graph, pooled[q], 15, accept=lambda n: True, nearest=nearest[q],
+                                    span=when.window(q, graph.clock())), questions),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000")
@@ -165,7 +190,12 @@ def main() -> None:
 
         embed_add = timed(add_one, fresh[:300])
         rows.append((size, base, lexical, hybrid, embed_q, embed_add, build, load, file_mb, per_node_kb))
+        parts = where_the_time_goes(graph, store, questions)
 
+    print()
+    print(f"where a hybrid question's time goes at {rows[-1][0]:,} memories (p50 of each step alone):")
+    for name, values in parts.items():
+        print(f"  {name:<58} {p(values, .5) * 1000:.2f} ms")
     print()
     print("| nodes | recall, baseline p50 / p99 | recall, lexical p50 / p99 | recall, hybrid p50 / p99 | hybrid / baseline (p50) "
           "| embed a question p50 | embed a new memory p50 | vectors: build / load | file | RSS per node |")
