@@ -38,7 +38,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "runtime"))
 
 from soulgraph.engine import embeddings, hybrid, when  # noqa: E402
-from soulgraph.engine.graph import Hit, SoulGraph  # noqa: E402
+from soulgraph.engine.graph import SoulGraph  # noqa: E402
+from soulgraph.engine.index import words  # noqa: E402
 from soulgraph.eval.ledger import LedgerProblems  # noqa: E402
 from soulgraph.eval.locomo import _sessions, read_locomo, turn_text  # noqa: E402
 from soulgraph.memory import ranking  # noqa: E402
@@ -124,24 +125,34 @@ def startup(base: str | None) -> str:
 def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[str]) -> dict[str, list[float]]:
     """The steps of a hybrid recall (memory/ranking.py::_hybrid), each timed on its own."""
     every = lambda node_id: True  # noqa: E731 - no filter, as a plain soul_query
+    depth = ranking.pool(10)
     nearest = {q: [i for i, _ in store.nearest(q, ranking.FUSION_DEPTH, every)] for q in questions}
-    hits = {q: graph.query(q, ranking.CONTEXT_DEPTH) for q in questions}
+    hits = {q: graph.query(q, depth) for q in questions}
     known = {q: {hit.node.id for hit in hits[q]} for q in questions}
-    extra = {q: graph.scores_of(q, [i for i in nearest[q] if i not in known[q]]) for q in questions}
-    pooled = {q: sorted([*hits[q], *(Hit(graph.nodes[i], s) for i, s in extra[q].items())],
-                        key=lambda h: (-h.score, h.node.id)) for q in questions}
+    pooled = {q: {**{hit.node.id: hit.score for hit in hits[q]},
+                  **graph.scores_of(q, [i for i in nearest[q] if i not in known[q]])} for q in questions}
+    ranked = {q: ranking.recall(graph, q, depth, vectors=store, mmr_lambda=1.0) for q in questions}
+    index, model = store.index, store.model
+    used = len(index.id_of)
+    vectors = {q: model.embed_ids(ids := model.token_ids(q), index.store_weights(ids, STORE_WEIGHT_A))
+               for q in questions}
     return {
-        f"word search, {ranking.CONTEXT_DEPTH} deep": timed(lambda q: graph.query(q, ranking.CONTEXT_DEPTH), questions),
-        "question's vector (store weights)": timed(lambda q: store.model.embed_ids(
-            ids := store.model.token_ids(q), store.index.store_weights(ids, STORE_WEIGHT_A)), questions),
+        f"word search, {depth} deep": timed(lambda q: graph.query(q, depth), questions),
+        "question's vector (store weights)": timed(lambda q: model.embed_ids(
+            ids := model.token_ids(q), index.store_weights(ids, STORE_WEIGHT_A)), questions),
         f"vectors' {ranking.FUSION_DEPTH} nearest (vector included)": timed(
             lambda q: store.nearest(q, ranking.FUSION_DEPTH, every), questions),
-        "  of which the matrix-vector product": timed(
-            lambda q: store.index.matrix[:len(store.index.id_of)] @ store.model.embed(q), questions),
-        "their word scores (scores_of)": timed(lambda q: graph.scores_of(q, nearest[q]), questions),
+        "  of which the shortlist's product": timed(
+            lambda q: index.shortlist[:used] @ (vectors[q] @ index.basis), questions)
+        if index.shortlist is not None else [0.0],
+        "  (the product over whole rows it saves)": timed(lambda q: index.matrix[:used] @ vectors[q], questions),
+        "their word scores (scores_of)": timed(
+            lambda q: graph.scores_of(q, [i for i in nearest[q] if i not in known[q]]), questions),
         "neighbours, fusion, date over the pooled candidates": timed(
-            lambda q: hybrid.rerank(graph, pooled[q], 15, accept=lambda n: True, nearest=nearest[q],
+            lambda q: hybrid.rerank(graph, pooled[q], depth, accept=lambda n: True, nearest=nearest[q],
                                     span=when.window(q, graph.clock())), questions),
+        "variety (MMR) over the 15": timed(lambda q: ranking.diversify(
+            ranked[q], 10, ranking.MMR_LAMBDA, frozenset(words(q))), questions),
     }
 
 

@@ -253,8 +253,8 @@ def test_vectors_find_a_paraphrase_for_a_question_and_leave_titles_alone():
 
 def test_fused_scores_stay_on_the_word_scale():
     graph = _graph_with(["alpha", "beta", "gamma"])
-    hits = [Hit(graph.nodes["n1"], 6.0), Hit(graph.nodes["n2"], 3.0)]
-    fused = hybrid.rerank(graph, hits, 5, accept=lambda n: True, neighbours=False, nearest=["n3", "n1"])
+    fused = hybrid.rerank(graph, {"n1": 6.0, "n2": 3.0}, 5, accept=lambda n: True, neighbours=False,
+                          nearest=["n3", "n1"])
     assert fused[0].node.id == "n1" and fused[0].score == pytest.approx(6.0)
     assert {h.node.id for h in fused} == {"n1", "n2", "n3"}
 

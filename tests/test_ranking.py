@@ -175,3 +175,46 @@ def test_soul_query_and_soul_related_rank_through_recall(tmp_path):
     assert related["results"][0]["id"] == new
     assert [(r["id"], r["via"]) for r in superseded["results"]] == [(old, "archived")]
     assert "status" in bad_status and "forgotten" in bad_status
+
+
+def _plain_mmr(ranked, k, mmr_lambda, question):
+    """MMR as its definition reads, every candidate re-valued at every pick: the reference for
+    `diversify`, whose shortcuts (a copy-free head returned as it is, a lazy look in score order)
+    must change nothing."""
+    head = min(k, ranking.MMR_DEPTH)
+    left = list(ranked[:ranking.pool(head)])
+    sets = {hit.node.id: ranking._copy_words(hit.node.content, question) for hit in left}
+
+    def similarity(a, b):
+        if not sets[a] or not sets[b]:
+            return 0.0
+        value = len(sets[a] & sets[b]) / len(sets[a] | sets[b])
+        return value if value >= ranking.DUPLICATE_OVERLAP else 0.0
+
+    best = ranked[0].score or 1.0
+    picked = []
+    while left and len(picked) < head:
+        def value(position):
+            hit = left[position]
+            overlap = max((similarity(hit.node.id, p.node.id) for p in picked), default=0.0)
+            return (mmr_lambda * hit.score / best - (1 - mmr_lambda) * overlap, hit.score, -position)
+        picked.append(left.pop(max(range(len(left)), key=value)))
+    chosen = {hit.node.id for hit in picked}
+    return picked + [hit for hit in ranked if hit.node.id not in chosen][: k - len(picked)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]),
+                               min_size=1, max_size=6), min_size=1, max_size=30),
+       question=st.lists(st.sampled_from(["alpha", "beta", "omega"]), min_size=1, max_size=2),
+       k=st.integers(1, 14), mmr_lambda=st.sampled_from([0.0, 0.3, 0.5, 0.9]))
+def test_the_variety_pass_is_plain_greedy_mmr(texts, question, k, mmr_lambda):
+    graph = SoulGraph(clock=Clock())
+    for i, text in enumerate(texts):
+        graph.clock.now += 3600
+        graph.add(" ".join(text))
+    ranked = graph.query(" ".join(question + ["eta", "theta"]), 40)
+    if not ranked:
+        return
+    words = frozenset(question)
+    assert ids(ranking.diversify(ranked, k, mmr_lambda, words)) == ids(_plain_mmr(ranked, k, mmr_lambda, words))

@@ -7,8 +7,13 @@ neural network at run time. Its files are a package of their own (soulgraph-mode
 runtime/model/, 12 MB), and it needs numpy (the `embed` extra); without either, `available()`
 is False and search is lexical.
 
-`VectorIndex` holds the vectors of a graph's nodes as rows of one float32 matrix; a search is
-one matrix-vector product. It is pure: store/vectors.py persists it beside the soul file.
+`VectorIndex` holds the vectors of a graph's nodes as rows of one float32 matrix. A search in
+a small index is one matrix-vector product. From `SHORTLIST_FROM` rows on it goes in two steps:
+the rows' coordinates on the store's own `SHORTLIST_DIMENSIONS` principal directions (the
+`shortlist`, a third of the row's size) pick `SHORTLIST_FACTOR` times the rows asked for, and
+those are scored exactly. The product over every row, memory-bound at 1.5 kB a row, is what a
+search costs; docs/embeddings.md measures what the shortlist misses. The index is pure:
+store/vectors.py persists it beside the soul file.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ else:
     np = None  # numpy, imported on first use (`_numpy`): a server start never pays for it
 
 MODEL_PACKAGE = "soulgraph_model"  # the model's files, a package of their own (runtime/model/)
+SHORTLIST_FROM = 2048  # rows before a search goes in two steps: below, one product costs little
+SHORTLIST_DIMENSIONS = 128  # principal directions the first step scores on
+SHORTLIST_FACTOR = 3  # rows the first step keeps per row asked for, then scored exactly
+SHORTLIST_SAMPLE = 8192  # rows the directions are fitted on, at most: the fit costs the same at any size
 
 
 def _numpy() -> Any:
@@ -119,7 +128,12 @@ class VectorIndex:
 
     A removed node's row is zeroed and reused, so ids and rows never need renumbering. Each
     row remembers a digest of the text it was made from (`digest`), so a caller can tell a
-    vector that no longer matches its node's text (store/vectors.py)."""
+    vector that no longer matches its node's text (store/vectors.py).
+
+    The shortlist (see the module text) is fitted by `fit_shortlist`, which the owner calls
+    when `shortlist_due()`: at `SHORTLIST_FROM` rows and again each time the rows double, so
+    the directions follow what the store holds. Between fits, rows added are projected on
+    the directions already fitted."""
 
     def __init__(self, dimensions: int, capacity: int = 64, vocabulary: int = 0):
         _numpy()
@@ -134,6 +148,29 @@ class VectorIndex:
         self.tokens: dict[str, Any] = {}
         self.token_counts = np.zeros(vocabulary, np.int64)
         self.total_tokens = 0
+        self.basis: Any = None  # dimensions x SHORTLIST_DIMENSIONS: the principal directions
+        self.shortlist: Any = None  # each row's coordinates on them (rows as `matrix`)
+        self._fitted_on = 0  # rows when the directions were fitted
+
+    def shortlist_due(self) -> bool:
+        """Time to fit the shortlist's directions: first at SHORTLIST_FROM rows, then at each doubling."""
+        return len(self.row_of) >= max(SHORTLIST_FROM, 2 * self._fitted_on)
+
+    def fit_shortlist(self) -> None:
+        """Fit the directions that keep the most of the rows' dot products (the eigenvectors
+        of the rows' uncentred second moment, largest first), and project every row on them.
+        Tens of milliseconds at 10,000 rows; the owner runs it in the background at a load."""
+        used = len(self.id_of)
+        if used == 0 or self.dimensions <= SHORTLIST_DIMENSIONS:
+            return
+        rows = self.matrix[:used]
+        sample = rows[:: max(1, used // SHORTLIST_SAMPLE)]
+        moment = (sample.T @ sample).astype(np.float64)
+        _, directions = np.linalg.eigh(moment)  # ascending eigenvalues
+        basis = np.ascontiguousarray(directions[:, ::-1][:, :SHORTLIST_DIMENSIONS], dtype=np.float32)
+        shortlist = np.zeros((self.matrix.shape[0], SHORTLIST_DIMENSIONS), np.float32)
+        shortlist[:used] = rows @ basis
+        self.basis, self.shortlist, self._fitted_on = basis, shortlist, len(self.row_of)
 
     def count_tokens(self, node_id: str, ids: Any) -> None:
         """Record the token ids of a node's text (replacing what was recorded for it)."""
@@ -169,12 +206,14 @@ class VectorIndex:
             if row == len(self.id_of):
                 self.id_of.append(None)
             if row >= self.matrix.shape[0]:
-                grown = np.zeros((self.matrix.shape[0] * 2, self.dimensions), np.float32)
-                grown[: self.matrix.shape[0]] = self.matrix
-                self.matrix = grown
+                self.matrix = _doubled(self.matrix)
+                if self.shortlist is not None:
+                    self.shortlist = _doubled(self.shortlist)
             self.row_of[node_id] = row
             self.id_of[row] = node_id
         self.matrix[row] = vector
+        if self.shortlist is not None:
+            self.shortlist[row] = self.matrix[row] @ self.basis
         self.digest[node_id] = digest
 
     def remove(self, node_id: str) -> None:
@@ -183,24 +222,39 @@ class VectorIndex:
         if row is None:
             return
         self.matrix[row] = 0.0
+        if self.shortlist is not None:
+            self.shortlist[row] = 0.0
         self.id_of[row] = None
         self.digest.pop(node_id, None)
         self._free.append(row)
 
     def nearest(self, query: Any, n: int) -> list[tuple[str, float]]:
-        """The n nodes most similar to `query` (cosine), best first; ties to the smaller id."""
+        """The n nodes most similar to `query` (cosine), best first; ties to the smaller id.
+        Exact below SHORTLIST_FROM rows; from there, the n best of the shortlist's picks."""
         used = len(self.id_of)
         if n <= 0 or not self.row_of or not query.any():
             return []
-        scores = self.matrix[:used] @ query
-        n = min(n, used)
-        top = np.argpartition(scores, used - n)[used - n:] if n < used else np.arange(used)
+        wide = SHORTLIST_FACTOR * n
+        if self.shortlist is not None and wide < used:
+            rough = self.shortlist[:used] @ (query @ self.basis)
+            rows = np.argpartition(rough, used - wide)[used - wide:]
+            scores = self.matrix[rows] @ query
+        else:
+            rows, scores = None, self.matrix[:used] @ query
+        n = min(n, len(scores))
+        top = np.argpartition(scores, len(scores) - n)[len(scores) - n:]
+        picked = (rows[top] if rows is not None else top).tolist()
         id_of = self.id_of
-        found = [(id_of[row], score) for row, score in zip(top.tolist(), scores[top].tolist())
-                 if id_of[row] is not None]
         # Best first; equal cosines (copies of one text) to the smaller id, as everywhere in search.
-        found.sort(key=lambda pair: (-pair[1], pair[0]))
-        return found
+        ordered = sorted([(-score, id_of[row]) for row, score in zip(picked, scores[top].tolist())
+                          if id_of[row] is not None])
+        return [(node_id, -negated) for negated, node_id in ordered]
 
     def rows(self) -> list[tuple[str, int]]:
         return sorted(self.row_of.items(), key=lambda pair: pair[1])
+
+
+def _doubled(matrix: Any) -> Any:
+    grown = np.zeros((matrix.shape[0] * 2, matrix.shape[1]), matrix.dtype)
+    grown[: matrix.shape[0]] = matrix
+    return grown

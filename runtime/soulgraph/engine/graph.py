@@ -502,17 +502,17 @@ class SoulGraph:
         """`query`'s score for each of these nodes that shares a word with `text` (the others
         are left out), without searching: for candidates found another way (the vectors)."""
         weight = self.recency_weight if recency_weight is None else recency_weight
-        candidates = [node_id for node_id in node_ids if node_id in self.nodes]
+        candidates = self.nodes.keys() & set(node_ids)
         lexical: dict[str, float] = {}
-        for idf, word in self.index.weighted_words(words(text)):
-            posting = self.index.posting(word)
-            for node_id in candidates:
-                if node_id in posting:
-                    lexical[node_id] = lexical.get(node_id, 0.0) + idf
-        now = self.clock()
-        for node_id, score in lexical.items():
-            recency = self.nodes[node_id].recency_score(now)
-            lexical[node_id] = score * (1.0 + weight * recency / (1.0 + recency)) if weight else score
+        for idf, word in self.index.weighted_words(words(text)):  # the words in `query`'s order
+            for node_id in candidates & self.index.posting(word):  # a set & a set: at C speed
+                lexical[node_id] = lexical.get(node_id, 0.0) + idf
+        if weight:
+            nodes, now, exp = self.nodes, self.clock(), math.exp
+            for node_id, score in lexical.items():
+                node = nodes[node_id]
+                recency = (node.access_count + 1) * exp(-(now - node.last_accessed) / DAY)  # Node.recency_score
+                lexical[node_id] = score * (1.0 + weight * recency / (1.0 + recency))
         return lexical
 
     def _with_archived(self, text: str, k: int, hint: str | None, weight: float, tag: str | None,

@@ -36,6 +36,7 @@ NEXT_SHARE = 0.5  # what a hit lends the sibling written after it: an answer fol
 PREVIOUS_SHARE = 0.25  # ... and the one before it
 NEIGHBOUR_GAP = 3600.0  # seconds: siblings written further apart are not one exchange
 JUST_BELOW = 0.999  # the most a neighbour's lent score brings it to: just under its hit's
+LEND_DEPTH = 50  # the best candidates that lend to their neighbours (deeper lends change nothing measured)
 RRF_K = 60
 VECTOR_WEIGHT = 0.5
 TIME_BOOST = 2.0  # a memory from the time a question names (engine/when.py) scores this much more
@@ -94,31 +95,33 @@ class Siblings:
         return found
 
 
-def rerank(graph: SoulGraph, hits: list[Hit], keep: int, *, accept: Callable[[Node], bool],
-           neighbours: bool = True, nearest: list[str] | None = None,
+def rerank(graph: SoulGraph, scores: dict[str, float], keep: int, *, accept: Callable[[Node], bool],
+           via: dict[str, str] | None = None, neighbours: bool = True, nearest: list[str] | None = None,
            span: tuple[float, float] | None = None) -> list[Hit]:
-    """The hits after neighbour context, the vectors' `nearest` ids (fused when given) and the
-    time `span` a question names (when given): the best `keep` of them, best first.
-    A node `accept` refuses (archived, another tag, out of a time range) is never brought in."""
-    if not hits and not nearest:
-        return hits
+    """The best `keep` of the candidates (node id -> score, `via` saying why each was found
+    when not a plain match) after neighbour context, the vectors' `nearest` ids (fused when
+    given) and the time `span` a question names (when given), best first. The best
+    `LEND_DEPTH` candidates lend to their neighbours. A node `accept` refuses (archived,
+    another tag, out of a time range) is never brought in."""
+    if not scores and not nearest:
+        return []
     nodes = graph.nodes
-    scores = {hit.node.id: hit.score for hit in hits}
-    via = {hit.node.id: hit.via for hit in hits}
-    if neighbours:
+    scores, via = dict(scores), dict(via or {})
+    if neighbours and scores:
         around = siblings_of(graph).around
-        for hit in hits:
-            before, after = around(hit.node.id)
+        lenders = [(node_id, scores[node_id]) for node_id in _best_first(scores)[:LEND_DEPTH]]
+        for node_id, score in lenders:
+            before, after = around(node_id)
             for share, others in ((NEXT_SHARE, after), (PREVIOUS_SHARE, before)):
                 for other in others:
                     if other not in scores:
                         if not accept(nodes[other]):
                             continue
-                        scores[other], via[other] = 0.0, f"beside {hit.node.id}"
+                        scores[other], via[other] = 0.0, f"beside {node_id}"
                     # Lifted by the context, but never past the hit it came from: the hit is
                     # what matched (lexical recall's R@1 0.316 -> 0.343 on LoCoMo dev, R@10 equal).
-                    lifted = scores[other] + share * hit.score
-                    scores[other] = min(lifted, max(scores[other], hit.score * JUST_BELOW))
+                    lifted = scores[other] + share * score
+                    scores[other] = min(lifted, max(scores[other], score * JUST_BELOW))
     if nearest is not None:
         scores = _fused(scores, nearest, via)
     if span is not None:
@@ -126,14 +129,27 @@ def rerank(graph: SoulGraph, hits: list[Hit], keep: int, *, accept: Callable[[No
         for node_id in scores:
             if start <= memory_time(nodes[node_id]) < end:
                 scores[node_id] *= TIME_BOOST
-    best = heapq.nsmallest(keep, scores.items(), key=lambda pair: (-pair[1], pair[0]))
-    return [Hit(nodes[node_id], score, via[node_id]) for node_id, score in best]
+    return [Hit(nodes[node_id], score, via.get(node_id, "match")) for node_id, score in _best(scores, keep)]
+
+
+def _best_first(scores: dict[str, float]) -> list[str]:
+    """The ids by score, best first, equal scores by id (two sorts in C: by id, then a stable
+    sort by score)."""
+    return sorted(sorted(scores), key=scores.__getitem__, reverse=True)
+
+
+def _best(scores: dict[str, float], keep: int) -> list[tuple[str, float]]:
+    """The best `keep` (id, score), in `_best_first` order, without sorting them all."""
+    if len(scores) > keep > 0:
+        bar = heapq.nlargest(keep, scores.values())[-1]
+        scores = {node_id: score for node_id, score in scores.items() if score >= bar}
+    return [(node_id, scores[node_id]) for node_id in _best_first(scores)[:max(keep, 0)]]
 
 
 def _fused(scores: dict[str, float], nearest: list[str], via: dict[str, str]) -> dict[str, float]:
     """Reciprocal rank fusion of the scores' order and the vectors' (weighted `VECTOR_WEIGHT`),
     scaled so the best fused node scores what the best scored node did."""
-    order = sorted(scores, key=lambda node_id: (-scores[node_id], node_id))
+    order = _best_first(scores)
     top = scores[order[0]] if order else 1.0
     fused = {node_id: 1.0 / (RRF_K + rank) for rank, node_id in enumerate(order, 1)}
     for rank, node_id in enumerate(nearest, 1):

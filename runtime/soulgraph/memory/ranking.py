@@ -36,9 +36,7 @@ nearest memories fused in (docs/embeddings.md). Then the search looks `CONTEXT_D
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-from collections import Counter
 from typing import Callable, Protocol
 
 from soulgraph.engine import hybrid, when
@@ -55,7 +53,7 @@ DUPLICATE_MIN_WORDS = 3
 # How deep recall looks before it re-ranks (engine/hybrid.py). Neighbour context: an answer may sit
 # beside a weaker hit. The vectors bring their FUSION_DEPTH nearest, each scored by the words as
 # well: fusion rewards the memories both rank, and the deeper the lists the more of those it
-# sees (docs/embeddings.md).
+# sees (docs/embeddings.md). With them, the word search needs to go no deeper than the pool.
 CONTEXT_DEPTH = 50
 FUSION_DEPTH = 200
 
@@ -111,7 +109,8 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
     if k <= 0:
         return []
     fused = vectors is not None and hybrid.is_question(text) and vectors.ready(graph)
-    depth = max(pool(k), CONTEXT_DEPTH if neighbours or fused else 0)
+    # Fused, the vectors' candidates are scored by the words too: a deeper word search adds nothing.
+    depth = max(pool(k), CONTEXT_DEPTH if neighbours and not fused else 0)
     found = graph.query(text, depth, hint=hint, tag=tag, include_archived=include_archived, where=where,
                         recency_weight=recency_weight)
     now, half_life = graph.clock(), graph.strength_half_life
@@ -142,24 +141,24 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
         return ((include_archived or node.status == ACTIVE) and (tag is None or tag in node.tags)
                 and (where is None or where(node)))
 
+    span = when.window(text, graph.clock()) if time_aware else None
+    if vectors is None and not neighbours and span is None:
+        return ranked
+    scores = {hit.node.id: hit.score for hit in ranked}
+    via = {hit.node.id: hit.via for hit in ranked if hit.via != "match"}
     nearest = None
     if vectors is not None:  # ready, and the text is a question (recall checked)
         nodes = graph.nodes
-        found = vectors.nearest(text, max(pool(k), FUSION_DEPTH), lambda i: i in nodes and accept(nodes[i]))
+        found = vectors.nearest(text, max(pool(k), FUSION_DEPTH),
+                                lambda i: (node := nodes.get(i)) is not None and accept(node))
         nearest = [node_id for node_id, _ in found]
         # The vectors' candidates the word search did not reach get their word scores too, so
         # the fusion sees every memory both lists rank (what a deeper word search would give).
-        known = {hit.node.id for hit in ranked}
         now, half_life = graph.clock(), graph.strength_half_life
-        extra = [Hit(nodes[node_id], score * trust(nodes[node_id], now, half_life))
-                 for node_id, score in graph.scores_of(text, [i for i in nearest if i not in known],
-                                                       recency_weight).items()]
-        if extra:
-            ranked = sorted([*ranked, *extra], key=lambda h: (-h.score, h.node.id))
-    span = when.window(text, graph.clock()) if time_aware else None
-    if not neighbours and nearest is None and span is None:
-        return ranked
-    return hybrid.rerank(graph, ranked, pool(k), accept=accept, neighbours=neighbours, nearest=nearest, span=span)
+        for node_id, score in graph.scores_of(text, [i for i in nearest if i not in scores], recency_weight).items():
+            scores[node_id] = score * trust(nodes[node_id], now, half_life)
+    return hybrid.rerank(graph, scores, pool(k), accept=accept, via=via, neighbours=neighbours, nearest=nearest,
+                         span=span)
 
 
 def related(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
@@ -257,43 +256,21 @@ def diversify(ranked: list[Hit], k: int, mmr_lambda: float = MMR_LAMBDA, questio
 def _copies(ranked: list[Hit], question: frozenset[str]) -> dict[str, list[tuple[str, float]]]:
     """For each candidate, the others it is a copy of (similarity from `DUPLICATE_OVERLAP`).
 
-    Two copies share at least that share of each one's words, and only words found in more
-    than one candidate can be shared: a candidate with fewer of those has no copy (most have
-    none). The rest meet by prefix filtering (the AllPairs join): with every word set in one
-    order, rarest among the candidates first, two sets of Jaccard t or more share a word
-    among the first ``n − ceil(t · n) + 1`` of each (n: its size); only pairs that meet there,
-    of sizes within a factor t, are compared."""
+    Every pair is compared: `diversify` looks at `pool(MMR_DEPTH)` candidates at most (105
+    pairs), where an index of the words (an AllPairs join) costs more than it saves. Two sets
+    of Jaccard t or more have sizes within a factor t of each other: other pairs are skipped
+    unopened."""
     threshold = DUPLICATE_OVERLAP
-    sets = [_copy_words(hit.node.content, question) for hit in ranked]
-    counts = Counter(itertools.chain.from_iterable(sets))
-    repeated = {word for word, count in counts.items() if count > 1}
-    suspects = [i for i, words_of in enumerate(sets)
-                if words_of and len(repeated.intersection(words_of)) >= threshold * len(words_of)]
+    sets = [(hit.node.id, words_of) for hit in ranked if (words_of := _copy_words(hit.node.content, question))]
     copies: dict[str, list[tuple[str, float]]] = {}
-    if len(suspects) < 2:
-        return copies
-    # One total order of the words: by how many candidates hold them, then by first sight.
-    rank = {word: position for position, word in enumerate(sorted(counts, key=counts.__getitem__))}
-    suspects.sort(key=lambda i: len(sets[i]))
-    prefixes: dict[str, list[int]] = {}  # word -> the (smaller) sets holding it in their prefix
-    for i in suspects:
-        mine = sets[i]
+    for position, (a, mine) in enumerate(sets):
         size = len(mine)
-        prefix = sorted(mine, key=rank.__getitem__)[: size - math.ceil(threshold * size - 1e-9) + 1]
-        met: set[int] = set()
-        for word in prefix:
-            holders = prefixes.setdefault(word, [])
-            met.update(holders)
-            holders.append(i)
-        least = threshold * size  # Jaccard is at most the smaller size over the larger
-        for j in met:
-            other = sets[j]
-            if len(other) < least:
-                continue
+        for b, other in sets[position + 1:]:
+            if min(size, len(other)) < threshold * max(size, len(other)) - 1e-9:
+                continue  # Jaccard is at most the smaller size over the larger
             shared = len(mine & other)
             similarity = shared / (size + len(other) - shared)
             if similarity >= threshold:
-                a, b = ranked[i].node.id, ranked[j].node.id
                 copies.setdefault(a, []).append((b, similarity))
                 copies.setdefault(b, []).append((a, similarity))
     return copies
@@ -314,18 +291,3 @@ def _copy_words(content: str, question: frozenset[str]) -> frozenset[str]:
 @functools.lru_cache(maxsize=4096)
 def _word_set(content: str) -> frozenset[str]:
     return frozenset(words(content))
-
-
-class _negated:
-    """Orders ids in reverse, so max() prefers the smaller id on a tie (as the engine does)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str) -> None:
-        self.value = value
-
-    def __lt__(self, other: "_negated") -> bool:
-        return self.value > other.value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _negated) and self.value == other.value

@@ -124,6 +124,8 @@ class VectorStore:
                 index.count_tokens(node_id, ids)
                 changed += 1
         self._pending.clear()
+        if changed and index.shortlist_due():
+            index.fit_shortlist()  # the store doubled since the last fit: tens of ms, once per doubling
         self._changed_since_save += changed
         if self._changed_since_save >= SAVE_EVERY and self.path is not None:
             # The arrays are copied here; encoding and writing them (tens of ms at 10,000
@@ -197,6 +199,8 @@ class VectorStore:
                     index.put(node_id, model.embed_ids(ids), mark)
                     embedded += 1
                 index.count_tokens(node_id, ids)
+            if index.shortlist_due():
+                index.fit_shortlist()  # here, off the caller's thread (the file does not keep it)
             if embedded:
                 how = f"{how}, {embedded} embedded"
                 self._write(model, index)  # before the hand-over: then only the caller's thread touches it
