@@ -8,12 +8,11 @@ runtime/model/, 12 MB), and it needs numpy (the `embed` extra); without either, 
 is False and search is lexical.
 
 `VectorIndex` holds the vectors of a graph's nodes as rows of one float32 matrix. A search in
-a small index is one matrix-vector product. From `SHORTLIST_FROM` rows on it goes in two steps:
-the rows' coordinates on the store's own `SHORTLIST_DIMENSIONS` principal directions (the
-`shortlist`, a third of the row's size) pick `SHORTLIST_FACTOR` times the rows asked for, and
-those are scored exactly. The product over every row, memory-bound at 1.5 kB a row, is what a
-search costs; docs/embeddings.md measures what the shortlist misses. The index is pure:
-store/vectors.py persists it beside the soul file.
+a small index is one matrix-vector product. From `SHORTLIST_FROM` rows on it scores the rows'
+coordinates on the store's own `SHORTLIST_DIMENSIONS` principal directions instead (the
+`shortlist`: a third of a row, nearly all of what the rows' dot products hold): reading every
+full row, 1.5 kB each, is what a search costs at that size. docs/embeddings.md measures what
+the approximation changes. The index is pure: store/vectors.py persists it beside the soul file.
 """
 
 from __future__ import annotations
@@ -33,8 +32,7 @@ else:
 
 MODEL_PACKAGE = "soulgraph_model"  # the model's files, a package of their own (runtime/model/)
 SHORTLIST_FROM = 2048  # rows before a search goes in two steps: below, one product costs little
-SHORTLIST_DIMENSIONS = 128  # principal directions the first step scores on
-SHORTLIST_FACTOR = 3  # rows the first step keeps per row asked for, then scored exactly
+SHORTLIST_DIMENSIONS = 128  # principal directions a large index is searched on
 SHORTLIST_SAMPLE = 8192  # rows the directions are fitted on, at most: the fit costs the same at any size
 
 
@@ -133,7 +131,7 @@ class VectorIndex:
     The shortlist (see the module text) is fitted by `fit_shortlist`, which the owner calls
     when `shortlist_due()`: at `SHORTLIST_FROM` rows and again each time the rows double, so
     the directions follow what the store holds. Between fits, rows added are projected on
-    the directions already fitted."""
+    the directions already fitted; the full rows are kept, for the next fit and the file."""
 
     def __init__(self, dimensions: int, capacity: int = 64, vocabulary: int = 0):
         _numpy()
@@ -229,26 +227,23 @@ class VectorIndex:
         self._free.append(row)
 
     def nearest(self, query: Any, n: int) -> list[tuple[str, float]]:
-        """The n nodes most similar to `query` (cosine), best first; ties to the smaller id.
-        Exact below SHORTLIST_FROM rows; from there, the n best of the shortlist's picks."""
+        """The n nodes most similar to `query` (cosine), best first; equal cosines (copies of
+        one text) in the order of their rows. Exact below SHORTLIST_FROM rows; from there,
+        cosines as the shortlist sees them."""
         used = len(self.id_of)
         if n <= 0 or not self.row_of or not query.any():
             return []
-        wide = SHORTLIST_FACTOR * n
-        if self.shortlist is not None and wide < used:
-            rough = self.shortlist[:used] @ (query @ self.basis)
-            rows = np.argpartition(rough, used - wide)[used - wide:]
-            scores = self.matrix[rows] @ query
+        if self.shortlist is not None:
+            scores = self.shortlist[:used] @ (query @ self.basis)
         else:
-            rows, scores = None, self.matrix[:used] @ query
-        n = min(n, len(scores))
-        top = np.argpartition(scores, len(scores) - n)[len(scores) - n:]
-        picked = (rows[top] if rows is not None else top).tolist()
+            scores = self.matrix[:used] @ query
+        n = min(n, used)
+        top = np.sort(np.argpartition(scores, used - n)[used - n:])  # by row, then stably by score
+        top = top[np.argsort(-scores[top], kind="stable")]
         id_of = self.id_of
-        # Best first; equal cosines (copies of one text) to the smaller id, as everywhere in search.
-        ordered = sorted([(-score, id_of[row]) for row, score in zip(picked, scores[top].tolist())
-                          if id_of[row] is not None])
-        return [(node_id, -negated) for negated, node_id in ordered]
+        # A removed node's row (id None) is zeros, and may be among them.
+        return [(id_of[row], score) for row, score in zip(top.tolist(), scores[top].tolist())
+                if id_of[row] is not None]
 
     def rows(self) -> list[tuple[str, int]]:
         return sorted(self.row_of.items(), key=lambda pair: pair[1])

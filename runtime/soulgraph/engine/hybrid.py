@@ -25,6 +25,7 @@ score of the list), so trust, variety and the tools' `score` keep their meaning.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import re
 import weakref
@@ -36,7 +37,7 @@ NEXT_SHARE = 0.5  # what a hit lends the sibling written after it: an answer fol
 PREVIOUS_SHARE = 0.25  # ... and the one before it
 NEIGHBOUR_GAP = 3600.0  # seconds: siblings written further apart are not one exchange
 JUST_BELOW = 0.999  # the most a neighbour's lent score brings it to: just under its hit's
-LEND_DEPTH = 50  # the best candidates that lend to their neighbours (deeper lends change nothing measured)
+LEND_DEPTH = 30  # the best candidates that lend to their neighbours (deeper changed nothing measured)
 RRF_K = 60
 VECTOR_WEIGHT = 0.5
 TIME_BOOST = 2.0  # a memory from the time a question names (engine/when.py) scores this much more
@@ -109,27 +110,31 @@ def rerank(graph: SoulGraph, scores: dict[str, float], keep: int, *, accept: Cal
     scores, via = dict(scores), dict(via or {})
     if neighbours and scores:
         around = siblings_of(graph).around
-        lenders = [(node_id, scores[node_id]) for node_id in _best_first(scores)[:LEND_DEPTH]]
-        for node_id, score in lenders:
+        lent_by: dict[str, str] = {}  # a neighbour brought in -> the hit that brought it
+        for node_id, score in [(node_id, scores[node_id]) for node_id in _best_first(scores)[:LEND_DEPTH]]:
             before, after = around(node_id)
             for share, others in ((NEXT_SHARE, after), (PREVIOUS_SHARE, before)):
                 for other in others:
-                    if other not in scores:
+                    held = scores.get(other)
+                    if held is None:
                         if not accept(nodes[other]):
                             continue
-                        scores[other], via[other] = 0.0, f"beside {node_id}"
+                        held, lent_by[other] = 0.0, node_id
                     # Lifted by the context, but never past the hit it came from: the hit is
                     # what matched (lexical recall's R@1 0.316 -> 0.343 on LoCoMo dev, R@10 equal).
-                    lifted = scores[other] + share * score
-                    scores[other] = min(lifted, max(scores[other], score * JUST_BELOW))
+                    cap = score * JUST_BELOW
+                    scores[other] = held + share * score if held + share * score <= cap else max(held, cap)
+        for other, node_id in lent_by.items():
+            via[other] = f"beside {node_id}"
+    scale = 1.0
     if nearest is not None:
-        scores = _fused(scores, nearest, via)
+        scores, scale = _fused(scores, nearest, via)
     if span is not None:
         start, end = span[0], span[1] + TIME_SLACK
         for node_id in scores:
             if start <= memory_time(nodes[node_id]) < end:
                 scores[node_id] *= TIME_BOOST
-    return [Hit(nodes[node_id], score, via.get(node_id, "match")) for node_id, score in _best(scores, keep)]
+    return [Hit(nodes[node_id], score * scale, via.get(node_id, "match")) for node_id, score in _best(scores, keep)]
 
 
 def _best_first(scores: dict[str, float]) -> list[str]:
@@ -146,18 +151,26 @@ def _best(scores: dict[str, float], keep: int) -> list[tuple[str, float]]:
     return [(node_id, scores[node_id]) for node_id in _best_first(scores)[:max(keep, 0)]]
 
 
-def _fused(scores: dict[str, float], nearest: list[str], via: dict[str, str]) -> dict[str, float]:
+def _fused(scores: dict[str, float], nearest: list[str], via: dict[str, str]) -> tuple[dict[str, float], float]:
     """Reciprocal rank fusion of the scores' order and the vectors' (weighted `VECTOR_WEIGHT`),
-    scaled so the best fused node scores what the best scored node did."""
+    and the factor that maps it back onto the word scale: the best fused node scores what the
+    best scored node did."""
     order = _best_first(scores)
     top = scores[order[0]] if order else 1.0
-    fused = {node_id: 1.0 / (RRF_K + rank) for rank, node_id in enumerate(order, 1)}
-    for rank, node_id in enumerate(nearest, 1):
-        if node_id not in fused:
-            fused[node_id], via[node_id] = 0.0, "vector"
-        fused[node_id] += VECTOR_WEIGHT / (RRF_K + rank)
-    scale = top / max(fused.values()) if top > 0 else 1.0
-    return {node_id: value * scale for node_id, value in fused.items()}
+    fused = dict(zip(order, _terms(RRF_K, 1.0, len(order))))
+    for node_id, term in zip(nearest, _terms(RRF_K, VECTOR_WEIGHT, len(nearest))):
+        held = fused.get(node_id)
+        if held is None:
+            fused[node_id], via[node_id] = term, "vector"
+        else:
+            fused[node_id] = held + term
+    return fused, (top / max(fused.values()) if top > 0 else 1.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _terms(k: int, weight: float, n: int) -> tuple[float, ...]:
+    """weight / (k + rank) for the ranks 1..n: what reciprocal rank fusion gives each place."""
+    return tuple(weight / (k + rank) for rank in range(1, n + 1))
 
 
 def memory_time(node: Node) -> float:

@@ -42,8 +42,14 @@ def _month_span(year: int, month: int) -> tuple[float, float]:
     return _utc(year, month), end
 
 
+# Every pattern holds a month's name or a year: a text with neither (most) is passed at once.
+_ANY = re.compile(rf"\b(?:{_MONTH}|{_YEAR})", re.I)
+
+
 def window(text: str, now: float) -> tuple[float, float] | None:
     """(start, end) in epoch seconds of the date `text` names, end exclusive; None if none."""
+    if not _ANY.search(text):
+        return None
     today = datetime.fromtimestamp(now, timezone.utc)
     for unit, pattern in _PATTERNS:
         for match in pattern.finditer(text):

@@ -63,7 +63,7 @@ class Vectors(Protocol):
 
     def ready(self, graph: SoulGraph) -> bool: ...
 
-    def nearest(self, text: str, n: int, accept: Callable[[str], bool]) -> list[tuple[str, float]]: ...
+    def nearest(self, text: str, n: int, accept: Callable[[str], bool] | None = None) -> list[tuple[str, float]]: ...
 
 
 def pool(k: int) -> int:
@@ -149,8 +149,11 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
     nearest = None
     if vectors is not None:  # ready, and the text is a question (recall checked)
         nodes = graph.nodes
-        found = vectors.nearest(text, max(pool(k), FUSION_DEPTH),
-                                lambda i: (node := nodes.get(i)) is not None and accept(node))
+        if tag is None and where is None and not include_archived:  # a plain search: one test per node
+            keep = lambda i: (node := nodes.get(i)) is not None and node.status == ACTIVE  # noqa: E731
+        else:
+            keep = lambda i: (node := nodes.get(i)) is not None and accept(node)  # noqa: E731
+        found = vectors.nearest(text, max(pool(k), FUSION_DEPTH), keep)
         nearest = [node_id for node_id, _ in found]
         # The vectors' candidates the word search did not reach get their word scores too, so
         # the fusion sees every memory both lists rank (what a deeper word search would give).
@@ -226,12 +229,14 @@ def diversify(ranked: list[Hit], k: int, mmr_lambda: float = MMR_LAMBDA, questio
     if mmr_lambda >= 1.0 or len(ranked) <= 1:
         return ranked[:k]
     head = min(k, MMR_DEPTH)
-    if not _copies(ranked[:head], question):
-        return ranked[:k]
     # The pass picks the first `head` results from the candidates for that many; the rest
     # follow in score order (a deep list costs what a short one does).
     left = ranked[:pool(head)]
-    copies = _copies(left, question)
+    sets = [_copy_words(hit.node.content, question) for hit in left]
+    copies: dict[str, list[tuple[str, float]]] = {}
+    if not _copies(left, sets, 0, min(head, len(left)), copies):
+        return ranked[:k]
+    _copies(left, sets, head, len(left), copies)  # and the candidates behind the head
     best_score = ranked[0].score or 1.0
     picked: list[Hit] = []
     overlap: dict[str, float] = {}  # the largest similarity to a result picked so far
@@ -253,24 +258,28 @@ def diversify(ranked: list[Hit], k: int, mmr_lambda: float = MMR_LAMBDA, questio
     return picked + [hit for hit in ranked if hit.node.id not in chosen][: k - len(picked)]
 
 
-def _copies(ranked: list[Hit], question: frozenset[str]) -> dict[str, list[tuple[str, float]]]:
-    """For each candidate, the others it is a copy of (similarity from `DUPLICATE_OVERLAP`).
-
-    Every pair is compared: `diversify` looks at `pool(MMR_DEPTH)` candidates at most (105
-    pairs), where an index of the words (an AllPairs join) costs more than it saves. Two sets
-    of Jaccard t or more have sizes within a factor t of each other: other pairs are skipped
-    unopened."""
+def _copies(hits: list[Hit], sets: list[frozenset[str]], start: int, end: int,
+            copies: dict[str, list[tuple[str, float]]]) -> dict[str, list[tuple[str, float]]]:
+    """Add to `copies` each pair of `hits[:end]` that are copies (similarity of their `sets`
+    from `DUPLICATE_OVERLAP`), the later of the two from `start` on; for each hit, the others
+    it is a copy of. Every pair is compared: `diversify` looks at `pool(MMR_DEPTH)` hits at
+    most (105 pairs), where an index of the words (an AllPairs join) costs more than it
+    saves. Jaccard is at most the smaller size over the larger: other pairs go unopened."""
     threshold = DUPLICATE_OVERLAP
-    sets = [(hit.node.id, words_of) for hit in ranked if (words_of := _copy_words(hit.node.content, question))]
-    copies: dict[str, list[tuple[str, float]]] = {}
-    for position, (a, mine) in enumerate(sets):
+    for j in range(start, end):
+        mine = sets[j]
         size = len(mine)
-        for b, other in sets[position + 1:]:
-            if min(size, len(other)) < threshold * max(size, len(other)) - 1e-9:
-                continue  # Jaccard is at most the smaller size over the larger
+        if not size:
+            continue
+        low, high = threshold * size - 1e-9, size / threshold + 1e-9
+        for i in range(j):
+            other = sets[i]
+            if not low <= len(other) <= high:
+                continue
             shared = len(mine & other)
             similarity = shared / (size + len(other) - shared)
             if similarity >= threshold:
+                a, b = hits[i].node.id, hits[j].node.id
                 copies.setdefault(a, []).append((b, similarity))
                 copies.setdefault(b, []).append((a, similarity))
     return copies

@@ -136,8 +136,8 @@ class VectorStore:
                              daemon=True).start()
 
     # ------------------------------------------------------------------ search
-    def nearest(self, text: str, n: int, accept: Callable[[str], bool]) -> list[tuple[str, float]]:
-        """Up to n (node id, cosine) nearest to `text` that `accept` keeps, best first."""
+    def nearest(self, text: str, n: int, accept: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
+        """Up to n (node id, cosine) nearest to `text` that `accept` keeps (all if None), best first."""
         # The question's words weighted by how rare they are in this store, as the word index's
         # idf does (docs/embeddings.md: LoCoMo R@10 0.694 -> 0.705); the memories' vectors keep the
         # model's general-English weights, so they never need making again as the store grows.
@@ -146,7 +146,7 @@ class VectorStore:
         wanted = n
         while True:
             found = self.index.nearest(query, wanted)
-            kept = [(node_id, score) for node_id, score in found if accept(node_id)]
+            kept = found if accept is None else [(node_id, score) for node_id, score in found if accept(node_id)]
             if len(kept) >= n or len(found) < wanted:
                 return kept[:n]
             wanted *= 4  # a filter (a tag, a time range) kept too few: look further
