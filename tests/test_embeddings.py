@@ -85,6 +85,65 @@ def test_vector_index_grows_reuses_rows_and_ranks_by_cosine():
     assert index.nearest(np.zeros(3, np.float32), 3) == []
 
 
+def _sentence_like_rows(rows: int, dimensions: int, seed: int = 7) -> np.ndarray:
+    """Unit vectors whose spread lies mostly in a few directions (a decaying spectrum, turned
+    at random), as sentence vectors' does: what the shortlist keeps."""
+    rng = np.random.default_rng(seed)
+    spread = rng.standard_normal((rows, dimensions)) * 0.8 ** np.arange(dimensions)
+    turn, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((dimensions, dimensions)))
+    vectors = spread @ turn
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_a_large_index_is_searched_on_its_shortlist_and_a_small_one_exactly(monkeypatch):
+    monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 256)
+    monkeypatch.setattr(embeddings, "SHORTLIST_DIMENSIONS", 16)
+    rows = _sentence_like_rows(600, 48)
+    index = VectorIndex(48)
+    for n, row in enumerate(rows[:255]):
+        index.put(f"m{n:04d}", row)
+    assert not index.shortlist_due() and index.shortlist is None  # small: every search is exact
+    exact = lambda query, n: [f"m{row:04d}" for row in np.argsort(-(rows[: len(index)] @ query), kind="stable")[:n]]  # noqa: E731
+    assert [i for i, _ in index.nearest(rows[3], 20)] == exact(rows[3], 20)
+
+    for n, row in enumerate(rows[255:], 255):
+        index.put(f"m{n:04d}", row)
+    assert index.shortlist_due()
+    index.fit_shortlist()
+    assert index.shortlist.shape[1] == 16 and not index.shortlist_due()
+    # The shortlist's nearest are nearly the exact ones: over 50 questions, 90 % of the exact top 20.
+    rng = np.random.default_rng(1)
+    shared = []
+    for query in rows[rng.integers(0, 600, 50)] + 0.2 * rng.standard_normal((50, 48)).astype(np.float32):
+        query = query / np.linalg.norm(query)
+        shared.append(len({i for i, _ in index.nearest(query, 20)} & set(exact(query, 20))) / 20)
+    assert np.mean(shared) >= 0.9
+    # A row written after the fit is projected on the same directions; a removed one is never found.
+    index.put("late", rows[10])
+    assert index.nearest(rows[10], 2)[0][0] in {"late", "m0010"}
+    index.remove("m0010")
+    index.remove("late")
+    assert all(i not in {"m0010", "late"} for i, _ in index.nearest(rows[10], 600))
+    # It is fitted again when the rows have doubled since.
+    for n, row in enumerate(_sentence_like_rows(602, 48, seed=8)):
+        index.put(f"x{n:04d}", row)
+    assert index.shortlist_due()
+
+
+def test_the_vector_store_fits_the_shortlist_at_a_load_and_as_the_store_grows(tmp_path, monkeypatch):
+    monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 8)
+    path = vectors_path(tmp_path / "soul.json")
+    graph = _graph_with([f"memory number {n} about hiking trip {n % 3}" for n in range(7)])
+    store = VectorStore(path, background=False)
+    assert store.ready(graph) and store.index.shortlist is None  # 7 rows: exact
+    graph.add("one more memory, about a puppy")
+    assert store.ready(graph) and store.index.shortlist is not None  # the eighth: fitted in the sync
+    store.save()
+    again = VectorStore(path, background=False)
+    assert again.ready(graph) and again.loaded_from == "file" and again.index.shortlist is not None  # at the load
+    assert again.nearest("What about the puppy?", 1)[0][0] == "n8"
+
+
 # ---------------------------------------------------------------- the vector store
 def _graph_with(texts: list[str]) -> SoulGraph:
     graph = SoulGraph(clock=lambda: day("2024-01-01"))
