@@ -19,7 +19,7 @@ from soulgraph.engine import embeddings, hybrid, when
 from soulgraph.engine.embeddings import StaticModel, VectorIndex
 from soulgraph.engine.graph import Hit, SoulGraph
 from soulgraph.engine.wordpiece import WordPiece
-from soulgraph.memory import ranking
+from soulgraph.memory import lifecycle, ranking
 from soulgraph.store import SoulFile
 from soulgraph.store.vectors import VectorStore, vectors_path
 from tests.mcp_session import with_server
@@ -308,6 +308,19 @@ def test_vectors_find_a_paraphrase_for_a_question_and_leave_titles_alone():
     title = "Outdoor pursuits she loves"
     assert [h.node.id for h in ranking.recall(graph, title, 5, vectors=store)] == \
         [h.node.id for h in ranking.recall(graph, title, 5)]
+
+
+def test_the_vectors_bring_in_only_what_the_search_may_return():
+    graph = _graph_with(["I go hiking in the mountains every weekend", "We adopted a puppy named Biscuit",
+                         "Our trail runs start at dawn on Saturdays"])
+    graph.tag("n3", "sport")
+    store = VectorStore(None, background=False)
+    question = "Which outdoor pursuits does she love?"
+    assert "n1" in [h.node.id for h in ranking.recall(graph, question, 3, vectors=store)]
+    lifecycle.archive(graph, "n1", writer="test")
+    assert "n1" not in [h.node.id for h in ranking.recall(graph, question, 3, vectors=store)]
+    assert "n1" in [h.node.id for h in ranking.recall(graph, question, 3, vectors=store, include_archived=True)]
+    assert [h.node.id for h in ranking.recall(graph, question, 3, vectors=store, tag="sport")] == ["n3"]
 
 
 def test_fused_scores_stay_on_the_word_scale():

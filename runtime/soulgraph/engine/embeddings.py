@@ -93,7 +93,8 @@ class StaticModel:
         tokens = (folder / "vocab.txt").read_text(encoding="utf-8").split("\n")
         if tokens and tokens[-1] == "":
             tokens.pop()
-        table = np.load(folder / "table.npy", mmap_mode="r")
+        # Memory-mapped, seen as a plain array (no memmap subclass to pass through at each gather).
+        table = np.asarray(np.load(folder / "table.npy", mmap_mode="r"))
         scales = np.load(folder / "scales.npy")
         return cls(tokens, table, scales, str(info["version"]))
 

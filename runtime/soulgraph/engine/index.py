@@ -139,6 +139,9 @@ class InvertedIndex:
     def __len__(self) -> int:
         return len(self._texts)
 
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._texts
+
     # ------------------------------------------------------------------ changes
     def add(self, node_id: str, text: str) -> None:
         """Index a node's words; indexing an indexed node again replaces its words (same slot)."""

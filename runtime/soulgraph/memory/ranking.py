@@ -149,8 +149,10 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
     nearest = None
     if vectors is not None:  # ready, and the text is a question (recall checked)
         nodes = graph.nodes
-        if tag is None and where is None and not include_archived:  # a plain search: one test per node
-            keep = lambda i: (node := nodes.get(i)) is not None and node.status == ACTIVE  # noqa: E731
+        if tag is None and where is None and not include_archived:
+            # A plain search keeps the active memories: those in the word index (the graph keeps
+            # the others in its archive index). Asking it reads no node.
+            keep = graph.index.__contains__
         else:
             keep = lambda i: (node := nodes.get(i)) is not None and accept(node)  # noqa: E731
         found = vectors.nearest(text, max(pool(k), FUSION_DEPTH), keep)
