@@ -3,11 +3,11 @@
 Three steps on recall's ranked hits (`rerank`; memory/ranking.py runs it inside recall):
 
 1. Neighbour context. A memory's meaning often sits in the one written just before it under
-   the same parent: "I go hiking" answers "what do you do to relax?". So a hit lends a share
-   of its score to the sibling written just after it (`NEXT_SHARE`) and just before it
-   (`PREVIOUS_SHARE`), never lifting it past the hit itself (`JUST_BELOW`); siblings are the
-   children of a common parent, in creation order, and
-   only within `NEIGHBOUR_GAP` of each other (one sitting). A memory with no parent has no
+   the same parent: "I go hiking" answers "what do you do to relax?". So each of the best
+   `LEND_DEPTH` hits lends a share of its score to the sibling written just after it
+   (`NEXT_SHARE`) and just before it (`PREVIOUS_SHARE`), never lifting it past the hit itself
+   (`JUST_BELOW`); siblings are the children of a common parent, in creation order, and only
+   within `NEIGHBOUR_GAP` of each other (one sitting). A memory with no parent has no
    neighbours: the step never invents an order the agent did not write down.
 2. Vectors, for questions only. When the query is a question in words ("what does she do to
    relax?") and the vectors are ready, the ranking is fused with the vectors' nearest nodes by
@@ -122,8 +122,8 @@ def rerank(graph: SoulGraph, scores: dict[str, float], keep: int, *, accept: Cal
                         held, lent_by[other] = 0.0, node_id
                     # Lifted by the context, but never past the hit it came from: the hit is
                     # what matched (lexical recall's R@1 0.316 -> 0.343 on LoCoMo dev, R@10 equal).
-                    cap = score * JUST_BELOW
-                    scores[other] = held + share * score if held + share * score <= cap else max(held, cap)
+                    lifted, cap = held + share * score, score * JUST_BELOW
+                    scores[other] = lifted if lifted <= cap else max(held, cap)
         for other, node_id in lent_by.items():
             via[other] = f"beside {node_id}"
     scale = 1.0
