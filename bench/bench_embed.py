@@ -156,6 +156,43 @@ def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[st
     }
 
 
+def what_the_shortlist_changes(store: VectorStore, questions: list[str]) -> str:
+    """The shortlist's nearest against the exact ones on this index, and LoCoMo dev's recall with
+    the shortlist used at every size (each conversation's own directions) against without it."""
+    import numpy as np
+
+    from soulgraph.eval.locomo import replay_locomo
+    from soulgraph.eval.scoring import summarize
+
+    index, model = store.index, store.model
+    used = len(index.id_of)
+    found = {10: [], ranking.FUSION_DEPTH: []}
+    for q in questions:
+        vector = model.embed_ids(ids := model.token_ids(q), index.store_weights(ids, STORE_WEIGHT_A))
+        exact = index.matrix[:used] @ vector
+        picked = [index.row_of[i] for i, _ in index.nearest(vector, ranking.FUSION_DEPTH)]  # as recall asks
+        for n in found:
+            # A place won on a tie (copies of one text) counts as found when the tie is.
+            bar = np.partition(exact, used - n)[used - n]
+            found[n].append(float(np.mean(exact[picked[:n]] >= bar - 1e-6)))
+    lines = [f"the shortlist at {used:,} memories ({index.shortlist.shape[1]} of {index.dimensions} "
+             f"dimensions, {embeddings.SHORTLIST_FACTOR * ranking.FUSION_DEPTH} picks for the "
+             f"{ranking.FUSION_DEPTH} nearest): "
+             + ", ".join(f"{np.mean(v):.3f} of the exact first {n} found" for n, v in found.items())]
+    data = read_locomo(DATA)
+    shipped = embeddings.SHORTLIST_FROM
+    for label, start in ((f"exact below {shipped:,} memories (as shipped)", shipped),
+                         ("the shortlist at every size", 0)):
+        embeddings.SHORTLIST_FROM = start
+        try:
+            scores = summarize(replay_locomo(data, ["hybrid"]).questions, ["hybrid"], (1, 5, 10))["methods"]["hybrid"]
+        finally:
+            embeddings.SHORTLIST_FROM = shipped
+        lines.append(f"LoCoMo dev, hybrid, {label}: R@1 {scores['recall@1']:.3f}, R@5 {scores['recall@5']:.3f}, "
+                     f"R@10 {scores['recall@10']:.3f}, MRR {scores['mrr']:.3f}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000")
@@ -202,7 +239,11 @@ def main() -> None:
         embed_add = timed(add_one, fresh[:300])
         rows.append((size, base, lexical, hybrid, embed_q, embed_add, build, load, file_mb, per_node_kb))
         parts = where_the_time_goes(graph, store, questions)
+        shortlist = what_the_shortlist_changes(store, questions) if store.index.shortlist is not None else ""
 
+    if shortlist:
+        print()
+        print(shortlist)
     print()
     print(f"where a hybrid question's time goes at {rows[-1][0]:,} memories (p50 of each step alone):")
     for name, values in parts.items():

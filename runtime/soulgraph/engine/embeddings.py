@@ -8,11 +8,12 @@ runtime/model/, 12 MB), and it needs numpy (the `embed` extra); without either, 
 is False and search is lexical.
 
 `VectorIndex` holds the vectors of a graph's nodes as rows of one float32 matrix. A search in
-a small index is one matrix-vector product. From `SHORTLIST_FROM` rows on it scores the rows'
-coordinates on the store's own `SHORTLIST_DIMENSIONS` principal directions instead (the
-`shortlist`: a third of a row, nearly all of what the rows' dot products hold): reading every
-full row, 1.5 kB each, is what a search costs at that size. docs/embeddings.md measures what
-the approximation changes. The index is pure: store/vectors.py persists it beside the soul file.
+a small index is one matrix-vector product. From `SHORTLIST_FROM` rows on it goes in two steps:
+the rows' coordinates on the store's own `SHORTLIST_DIMENSIONS` principal directions (the
+`shortlist`, a third of a row, holding nearly all of what the rows' dot products hold) pick
+`SHORTLIST_FACTOR` times the rows asked for, and those are scored on their full rows. Reading
+every full row, 1.5 kB each, was what a search cost at that size; docs/embeddings.md measures
+what the shortlist misses. The index is pure: store/vectors.py persists it beside the soul file.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ else:
     np = None  # numpy, imported on first use (`_numpy`): a server start never pays for it
 
 MODEL_PACKAGE = "soulgraph_model"  # the model's files, a package of their own (runtime/model/)
-SHORTLIST_FROM = 2048  # rows before a search goes in two steps: below, one product costs little
-SHORTLIST_DIMENSIONS = 128  # principal directions a large index is searched on
+SHORTLIST_FROM = 2048  # rows from which a search scores the shortlist: below, the full rows cost little
+SHORTLIST_DIMENSIONS = 128  # principal directions a large index is searched on first
+SHORTLIST_FACTOR = 3  # rows the shortlist picks per row asked for, then scored on their full rows
 SHORTLIST_SAMPLE = 8192  # rows the directions are fitted on, at most: the fit costs the same at any size
 
 
@@ -229,21 +231,24 @@ class VectorIndex:
 
     def nearest(self, query: Any, n: int) -> list[tuple[str, float]]:
         """The n nodes most similar to `query` (cosine), best first; equal cosines (copies of
-        one text) in the order of their rows. Exact below SHORTLIST_FROM rows; from there,
-        cosines as the shortlist sees them."""
+        one text) in the order of their rows. Exact below SHORTLIST_FROM rows; from there, the
+        n best of the shortlist's picks, by their exact cosines."""
         used = len(self.id_of)
         if n <= 0 or not self.row_of or not query.any():
             return []
-        if self.shortlist is not None:
-            scores = self.shortlist[:used] @ (query @ self.basis)
+        wide = SHORTLIST_FACTOR * n
+        if self.shortlist is not None and wide < used:
+            rough = self.shortlist[:used] @ (query @ self.basis)
+            rows = np.sort(np.argpartition(rough, used - wide)[used - wide:])
+            scores = self.matrix[rows] @ query  # the picks scored on their full rows
         else:
-            scores = self.matrix[:used] @ query
-        n = min(n, used)
-        top = np.sort(np.argpartition(scores, used - n)[used - n:])  # by row, then stably by score
+            rows, scores = np.arange(used), self.matrix[:used] @ query
+        n = min(n, len(rows))
+        top = np.sort(np.argpartition(scores, len(rows) - n)[len(rows) - n:])  # by row, then stably by score
         top = top[np.argsort(-scores[top], kind="stable")]
         id_of = self.id_of
         # A removed node's row (id None) is zeros, and may be among them.
-        return [(id_of[row], score) for row, score in zip(top.tolist(), scores[top].tolist())
+        return [(id_of[row], score) for row, score in zip(rows[top].tolist(), scores[top].tolist())
                 if id_of[row] is not None]
 
     def rows(self) -> list[tuple[str, int]]:
