@@ -1,6 +1,7 @@
 """What the vectors cost (issue 15): a question's recall, a new memory's vector, memory, start-up.
 
     .venv/bin/python bench/bench_embed.py [--sizes 1000,10000] [--questions 500] [--base 0b70e26]
+                                          [--recall-base 887a219]
 
 The graph is LoCoMo dev's turns (../shared/data/locomo/locomo-dev.json), each a child of its
 session node, repeated with a copy number until it has the size asked for; the questions are
@@ -13,29 +14,36 @@ LoCoMo's own. Measured in one process, one thread (OMP/BLAS pinned to one), per 
   embed per memory    VectorStore catching up with one new memory: its vector made and stored
   vectors: build / load   every memory embedded / the vectors file read back
   memory              resident memory added by the vectors, per node (the model's own, once, apart)
-Then the steps of one hybrid recall, each timed alone, at the largest size.
+Then what the shortlist changes (engine/embeddings.py: its nearest against the exact ones at the
+largest size, and LoCoMo dev's recall with it used at every size), and the steps of one hybrid
+recall, each timed alone, at the largest size.
 Start-up: importing the MCP server's module must not import numpy (the vectors load on first use);
 with --base <sha> its import time is compared with that commit's, in the same invocation.
+With --recall-base <sha> (a commit that has the vectors), the three recalls' p50 are compared with
+that commit's: each tree measured in a fresh process, alternating, twice.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "runtime"))
+# --base runs this script again on another commit's runtime (a worktree), named here.
+sys.path.insert(0, os.environ.get("BENCH_RUNTIME") or str(REPO / "runtime"))
 
 from soulgraph.engine import embeddings, hybrid, when  # noqa: E402
 from soulgraph.engine.graph import SoulGraph  # noqa: E402
@@ -101,25 +109,76 @@ def import_ms(runtime: Path) -> tuple[float, bool]:
     return float(out[0]), out[1] == "True"
 
 
-def startup(base: str | None) -> str:
-    """Import time of the server module, this tree against `base` (a worktree), alternating, 5 each."""
+@contextlib.contextmanager
+def worktree(base: str | None) -> Iterator[Path | None]:
+    """A temporary checkout of `base` (None: none)."""
     if not base:
-        runs = [import_ms(REPO / "runtime") for _ in range(5)]
-        return f"{statistics.median(r[0] for r in runs):.0f} ms (numpy imported: {any(r[1] for r in runs)})"
+        yield None
+        return
     with tempfile.TemporaryDirectory() as folder:
         tree = Path(folder) / "base"
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(tree), base], check=True,
                        timeout=120)
         try:
-            ours, theirs = [], []
-            for _ in range(5):
-                ours.append(import_ms(REPO / "runtime"))
-                theirs.append(import_ms(tree / "runtime"))
+            yield tree
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], timeout=120)
+
+
+def startup(base: str | None, tree: Path | None) -> str:
+    """Import time of the server module, this tree against `base`'s, alternating, 5 each."""
+    if tree is None:
+        runs = [import_ms(REPO / "runtime") for _ in range(5)]
+        return f"{statistics.median(r[0] for r in runs):.0f} ms (numpy imported: {any(r[1] for r in runs)})"
+    ours, theirs = [], []
+    for _ in range(5):
+        ours.append(import_ms(REPO / "runtime"))
+        theirs.append(import_ms(tree / "runtime"))
     a, b = statistics.median(r[0] for r in ours), statistics.median(r[0] for r in theirs)
     return (f"{a:.0f} ms here, {b:.0f} ms at {base[:12]} ({a / b:.2f}x); numpy imported: "
             f"{any(r[1] for r in ours)}")
+
+
+def recall_p50s(sizes: list[int], count: int) -> dict[int, dict[str, float]]:
+    """p50 ms of baseline, lexical and hybrid recall per size: what --recall-only prints, through
+    calls every commit since issue 15 has, so it runs on an older runtime as well."""
+    out = {}
+    for size in sizes:
+        graph, questions = conversation_graph(size)
+        questions = questions[:count]
+        store = VectorStore(None, background=False)
+        assert store.ready(graph)
+        for q in questions[:50]:
+            ranking.recall(graph, q, 10, vectors=store)
+        out[size] = {
+            "baseline": p(timed(lambda q: ranking.recall(graph, q, 10, neighbours=False, time_aware=False),
+                                questions), .5) * 1000,
+            "lexical": p(timed(lambda q: ranking.recall(graph, q, 10), questions), .5) * 1000,
+            "hybrid": p(timed(lambda q: ranking.recall(graph, q, 10, vectors=store), questions), .5) * 1000,
+        }
+    return out
+
+
+def against_base(base: str, tree: Path, sizes: list[int], count: int) -> str:
+    """Recall p50s here and at `base`, each in a fresh process, alternating, two rounds; medians."""
+    runs: dict[str, list[dict]] = {"here": [], "base": []}
+    for _ in range(2):
+        for name, runtime in (("here", REPO / "runtime"), ("base", tree / "runtime")):
+            env = {**os.environ, "BENCH_RUNTIME": str(runtime)}
+            done = subprocess.run([sys.executable, __file__, "--recall-only", "--sizes", ",".join(map(str, sizes)),
+                                   "--questions", str(count)], capture_output=True, text=True, env=env,
+                                  timeout=1800, check=True)
+            runs[name].append({int(k): v for k, v in json.loads(done.stdout.splitlines()[-1]).items()})
+    lines = [f"| nodes | hybrid p50 here | at {base[:12]} | ratio | lexical here / there | baseline here / there |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for size in sizes:
+        mid = {name: {key: statistics.median(run[size][key] for run in runs[name])
+                      for key in ("baseline", "lexical", "hybrid")} for name in runs}
+        here, there = mid["here"], mid["base"]
+        lines.append(f"| {size:,} | {here['hybrid']:.2f} ms | {there['hybrid']:.2f} ms | "
+                     f"{here['hybrid'] / there['hybrid']:.2f}x | {here['lexical']:.2f} / {there['lexical']:.2f} ms | "
+                     f"{here['baseline']:.2f} / {there['baseline']:.2f} ms |")
+    return "\n".join(lines)
 
 
 def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[str]) -> dict[str, list[float]]:
@@ -198,15 +257,22 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--questions", type=int, default=500)
     parser.add_argument("--base", help="a commit to compare the server's start-up with (a temporary worktree)")
+    parser.add_argument("--recall-base", help="a commit since issue 15 to compare recall's speed with")
+    parser.add_argument("--recall-only", action="store_true", help="print recall p50s as JSON (what --recall-base runs)")
     args = parser.parse_args()
-    print(f"start-up, import soulgraph.server.app (median of 5): {startup(args.base)}")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.recall_only:
+        print(json.dumps(recall_p50s(sizes, args.questions)))
+        return
+    with worktree(args.base) as tree:
+        print(f"start-up, import soulgraph.server.app (median of 5): {startup(args.base, tree)}")
     before = rss_mb()
     model = embeddings.default_model()
     for _ in range(10):
         model.embed("warming the tokenizer and the table's pages")
     print(f"the model, loaded (its table memory-mapped): {rss_mb() - before:.1f} MB resident")
     rows = []
-    for size in [int(s) for s in args.sizes.split(",")]:
+    for size in sizes:
         graph, questions = conversation_graph(size)
         questions = questions[: args.questions]
         gc.collect()
@@ -258,6 +324,12 @@ def main() -> None:
               f"| {ms(hybrid, .5)} / {ms(hybrid, .99)} ms | {p(hybrid, .5) / p(base, .5):.1f}x "
               f"| {ms(embed_q, .5)} ms | {ms(embed_add, .5)} ms | {build:.2f} s / {load * 1000:.0f} ms "
               f"| {file_mb:.1f} MB | {per_node_kb:.1f} kB |")
+
+    with worktree(args.recall_base) as tree:
+        if tree is not None:
+            print()
+            print(f"recall p50, this tree against {args.recall_base[:12]} (fresh processes, alternating, median of 2):")
+            print(against_base(args.recall_base, tree, sizes, args.questions))
 
 
 if __name__ == "__main__":
