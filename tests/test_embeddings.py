@@ -239,6 +239,16 @@ def test_a_question_is_told_from_a_title():
     ("What changed in 2022?", ("2022-01-01", "2023-01-01")),
     ("What may I ask?", None),
     ("Due on February 30, 2023", None),
+    # A span counted from a written date: before it ends where the date begins, after it starts
+    # where the date ends.
+    ("What did John do the week before August 3, 2023?", ("2023-07-27", "2023-08-03")),
+    ("What puppy did she get two weeks before August 11, 2023?", ("2023-07-28", "2023-08-11")),
+    ("What did Maria do last weekend before April 10, 2023?", ("2023-04-03", "2023-04-10")),
+    ("What was shown on the Sunday before October 25, 2022?", ("2022-10-18", "2022-10-25")),
+    ("Where was Tim in the week before 16 November 2023?", ("2023-11-09", "2023-11-16")),
+    ("What happened three days after May 8, 2023?", ("2023-05-09", "2023-05-12")),
+    ("What did we ship the month after October 2023?", ("2023-11-01", "2023-12-02")),
+    ("What happened before May 8, 2023?", ("2023-05-08", "2023-05-09")),  # no span named: the date alone
 ])
 def test_the_time_a_question_names(text, span):
     found = when.window(text, day("2023-11-01"))
@@ -291,6 +301,11 @@ def test_a_date_in_the_question_lifts_memories_of_that_time():
     graph.splay("may", day("2023-06-30"))  # used lately: recency favours it
     assert ranking.recall(graph, "Where did Melanie go with the kids?", 2)[0].node.id == "may"
     assert ranking.recall(graph, "Where did Melanie go with the kids in June?", 2)[0].node.id == "june"
+    # Counted from a date: the week before June 25 holds June 20, not the day itself.
+    assert ranking.recall(graph, "Where did Melanie go with the kids the week before June 25, 2023?",
+                          2)[0].node.id == "june"
+    assert ranking.recall(graph, "Where did Melanie go with the kids two weeks before May 10, 2023?",
+                          2)[0].node.id == "may"
 
 
 def test_vectors_find_a_paraphrase_for_a_question_and_leave_titles_alone():

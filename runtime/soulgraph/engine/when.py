@@ -1,4 +1,5 @@
-"""The time a question names: "on May 23, 2023", "in October 2023", "in June", "last May", "in 2022".
+"""The time a question names: "on May 23, 2023", "in October 2023", "in June", "last May", "in 2022",
+and a span counted from such a date: "the week before August 3, 2023", "two days after May 8".
 
 `window(text, now)` finds the first such date and gives the span of time it covers, or None.
 Search (engine/hybrid.py) then favours memories from that span. Only dates written out are
@@ -42,6 +43,29 @@ def _month_span(year: int, month: int) -> tuple[float, float]:
     return _utc(year, month), end
 
 
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_UNIT_DAYS = {"day": 1, "night": 1, "week": 7, "weekend": 7, "fortnight": 14, "month": 31,
+              **{name.lower(): 7 for name in calendar.day_name}}  # "the Sunday before": within a week
+# What stands just before a date to count a span from it: "the week before", "two days after".
+_RELATIVE = re.compile(r"\b(?:(?P<count>\d{1,2}|" + "|".join(_COUNTS) + r")\s+|the\s+|last\s+)?"
+                       r"(?P<unit>" + "|".join(_UNIT_DAYS) + r")s?\s+(?P<way>before|after|prior\s+to|following)\s+"
+                       r"(?:(?:on|the)\s+)?$", re.I)
+_DAY_SECONDS = 86400.0
+
+
+def _counted(before: str, span: tuple[float, float]) -> tuple[float, float]:
+    """The span a relative phrase ending `before` counts from the date's `span`, or the date's own."""
+    found = _RELATIVE.search(before)
+    if not found:
+        return span
+    count = found.group("count")
+    count = int(count) if count and count.isdigit() else _COUNTS.get((count or "").lower(), 1)
+    length = max(count, 1) * _UNIT_DAYS[found.group("unit").lower()] * _DAY_SECONDS
+    if found.group("way").lower().startswith(("before", "prior")):
+        return span[0] - length, span[0]
+    return span[1], span[1] + length
+
+
 # Every pattern holds a month's name or a year: a text with neither (most) is passed at once.
 _ANY = re.compile(rf"\b(?:{_MONTH}|{_YEAR})", re.I)
 
@@ -58,17 +82,19 @@ def window(text: str, now: float) -> tuple[float, float] | None:
             year = int(found["year"]) if found.get("year") else None
             try:
                 if unit == "year":
-                    return _utc(year), _utc(year + 1)
-                if unit == "month":
+                    span = _utc(year), _utc(year + 1)
+                elif unit == "month":
                     if year is None:  # the latest such month that has begun ("last": and ended)
                         latest = month < today.month or (month == today.month and not found.get("last"))
                         year = today.year if latest else today.year - 1
-                    return _month_span(year, month)
-                day = int(found["day"])
-                if year is None:
-                    year = today.year if (month, day) <= (today.month, today.day) else today.year - 1
-                start = datetime(year, month, day, tzinfo=timezone.utc)
-                return start.timestamp(), (start + timedelta(days=1)).timestamp()
+                    span = _month_span(year, month)
+                else:
+                    day = int(found["day"])
+                    if year is None:
+                        year = today.year if (month, day) <= (today.month, today.day) else today.year - 1
+                    start = datetime(year, month, day, tzinfo=timezone.utc)
+                    span = start.timestamp(), (start + timedelta(days=1)).timestamp()
             except (ValueError, OverflowError):  # "February 30": not a date, look on
                 continue
+            return _counted(text[: match.start()], span)
     return None
