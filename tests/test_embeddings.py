@@ -131,6 +131,8 @@ def test_a_large_index_is_searched_on_its_shortlist_and_a_small_one_exactly(monk
 
 
 def test_the_vector_store_fits_the_shortlist_at_a_load_and_as_the_store_grows(tmp_path, monkeypatch):
+    from soulgraph.store import vectors
+
     monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 8)
     path = vectors_path(tmp_path / "soul.json")
     graph = _graph_with([f"memory number {n} about hiking trip {n % 3}" for n in range(7)])
@@ -142,6 +144,14 @@ def test_the_vector_store_fits_the_shortlist_at_a_load_and_as_the_store_grows(tm
     again = VectorStore(path, background=False)
     assert again.ready(graph) and again.loaded_from == "file" and again.index.shortlist is not None  # at the load
     assert again.nearest("What about the puppy?", 1)[0][0] == "n8"
+    # Past _FIT_INLINE rows a due refit waits for the next load (in the background), not a search.
+    monkeypatch.setattr(vectors, "_FIT_INLINE", 10)
+    fitted = again.index.shortlist
+    for n in range(9):
+        graph.add(f"another memory, number {n}")
+    assert again.ready(graph) and again.index.shortlist_due() and again.index.shortlist is fitted
+    loaded = VectorStore(path, background=False)
+    assert loaded.ready(graph) and not loaded.index.shortlist_due()  # a load fits it again
 
 
 # ---------------------------------------------------------------- the vector store

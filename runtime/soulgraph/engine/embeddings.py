@@ -35,7 +35,7 @@ MODEL_PACKAGE = "soulgraph_model"  # the model's files, a package of their own (
 SHORTLIST_FROM = 2048  # rows from which a search scores the shortlist: below, the full rows cost little
 SHORTLIST_DIMENSIONS = 128  # principal directions a large index is searched on first
 SHORTLIST_FACTOR = 3  # rows the shortlist picks per row asked for, then scored on their full rows
-SHORTLIST_SAMPLE = 8192  # rows the directions are fitted on, at most: the fit costs the same at any size
+SHORTLIST_SAMPLE = 8192  # rows the directions are fitted on, at most (projecting every row still grows with them)
 
 
 def _numpy() -> Any:

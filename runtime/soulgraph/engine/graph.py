@@ -502,7 +502,7 @@ class SoulGraph:
         """`query`'s score for each of these nodes that shares a word with `text` (the others
         are left out), without searching: for candidates found another way (the vectors)."""
         weight = self.recency_weight if recency_weight is None else recency_weight
-        candidates = self.nodes.keys() & set(node_ids)
+        candidates = self.nodes.keys() & node_ids  # a set, whatever iterable node_ids is
         lexical: dict[str, float] = {}
         for idf, word in self.index.weighted_words(words(text)):  # the words in `query`'s order
             for node_id in candidates & self.index.posting(word):  # a set & a set: at C speed

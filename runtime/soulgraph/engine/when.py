@@ -16,6 +16,8 @@ import calendar
 import re
 from datetime import datetime, timedelta, timezone
 
+from soulgraph.engine.graph import DAY
+
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
 _MONTHS["sept"] = 9
@@ -50,7 +52,6 @@ _UNIT_DAYS = {"day": 1, "night": 1, "week": 7, "weekend": 7, "fortnight": 14, "m
 _RELATIVE = re.compile(r"\b(?:(?P<count>\d{1,2}|" + "|".join(_COUNTS) + r")\s+|the\s+|last\s+)?"
                        r"(?P<unit>" + "|".join(_UNIT_DAYS) + r")s?\s+(?P<way>before|after|prior\s+to|following)\s+"
                        r"(?:(?:on|the)\s+)?$", re.I)
-_DAY_SECONDS = 86400.0
 
 
 def _counted(before: str, span: tuple[float, float]) -> tuple[float, float]:
@@ -60,7 +61,7 @@ def _counted(before: str, span: tuple[float, float]) -> tuple[float, float]:
         return span
     count = found.group("count")
     count = int(count) if count and count.isdigit() else _COUNTS.get((count or "").lower(), 1)
-    length = max(count, 1) * _UNIT_DAYS[found.group("unit").lower()] * _DAY_SECONDS
+    length = max(count, 1) * _UNIT_DAYS[found.group("unit").lower()] * DAY
     if found.group("way").lower().startswith(("before", "prior")):
         return span[0] - length, span[0]
     return span[1], span[1] + length
