@@ -15,8 +15,9 @@ LoCoMo's own. Measured in one process, one thread (OMP/BLAS pinned to one), per 
   vectors: build / load   every memory embedded / the vectors file read back
   memory              resident memory added by the vectors, per node (the model's own, once, apart)
 Then what the shortlist changes (engine/embeddings.py: its nearest against the exact ones at the
-largest size, and LoCoMo dev's recall with it used at every size), and the steps of one hybrid
-recall, each timed alone, at the largest size.
+largest size, and LoCoMo dev's recall with it used at every size), the steps of one hybrid
+recall, each timed alone, at the largest size, and the vectors' part and the rest of recall timed
+apart and together (what they cost each other through the caches).
 Start-up: importing the MCP server's module must not import numpy (the vectors load on first use);
 with --base <sha> its import time is compared with that commit's, in the same invocation.
 With --recall-base <sha> (a commit that has the vectors), the three recalls' p50 are compared with
@@ -185,7 +186,7 @@ def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[st
     """The steps of a hybrid recall (memory/ranking.py::_hybrid), each timed on its own."""
     every = lambda node_id: True  # noqa: E731 - no filter, as a plain soul_query
     depth = ranking.pool(10)
-    nearest = {q: [i for i, _ in store.nearest(q, ranking.FUSION_DEPTH, every)] for q in questions}
+    nearest = {q: store.nearest_ids(q, ranking.FUSION_DEPTH, every) for q in questions}
     hits = {q: graph.query(q, depth) for q in questions}
     known = {q: {hit.node.id for hit in hits[q]} for q in questions}
     pooled = {q: {**{hit.node.id: hit.score for hit in hits[q]},
@@ -200,7 +201,7 @@ def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[st
         "question's vector (store weights)": timed(lambda q: model.embed_ids(
             ids := model.token_ids(q), index.store_weights(ids, STORE_WEIGHT_A)), questions),
         f"vectors' {ranking.FUSION_DEPTH} nearest (vector included)": timed(
-            lambda q: store.nearest(q, ranking.FUSION_DEPTH, every), questions),
+            lambda q: store.nearest_ids(q, ranking.FUSION_DEPTH, every), questions),
         "  of which the shortlist's product": timed(
             lambda q: index.shortlist[:used] @ (vectors[q] @ index.basis), questions)
         if index.shortlist is not None else [0.0],
@@ -213,6 +214,38 @@ def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[st
         "variety (MMR) over the 15": timed(lambda q: ranking.diversify(
             ranked[q], 10, ranking.MMR_LAMBDA, frozenset(words(q))), questions),
     }
+
+
+class _Answered:
+    """Vectors whose answers were computed beforehand: recall with them costs everything but the vectors."""
+
+    def __init__(self, answers: dict[str, list[str]]):
+        self.answers = answers
+
+    def ready(self, graph: SoulGraph) -> bool:
+        return True
+
+    def nearest_ids(self, text: str, n: int, accept=None) -> list[str]:
+        return self.answers[text]
+
+
+def apart_and_together(graph: SoulGraph, store: VectorStore, questions: list[str]) -> dict[str, list[float]]:
+    """A hybrid recall, its vectors' part alone and the rest alone (the vectors' answers given),
+    timed in turn on each question so all three see the same machine. Together they cost more
+    than the sum of the parts apart: each evicts the other's data from the caches."""
+    keep = graph.index.membership()
+    answered = _Answered({q: store.nearest_ids(q, ranking.FUSION_DEPTH, keep) for q in questions})
+    calls = {
+        "the whole hybrid recall": lambda q: ranking.recall(graph, q, 10, vectors=store),
+        "the vectors' part alone (question embedded, 200 nearest)": lambda q: store.nearest_ids(
+            q, ranking.FUSION_DEPTH, keep),
+        "the rest alone (the vectors' answer given)": lambda q: ranking.recall(graph, q, 10, vectors=answered),
+    }
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for q in questions:
+        for name, call in calls.items():
+            times[name] += timed(call, [q])
+    return times
 
 
 def what_the_shortlist_changes(store: VectorStore, questions: list[str]) -> str:
@@ -305,6 +338,7 @@ def main() -> None:
         embed_add = timed(add_one, fresh[:300])
         rows.append((size, base, lexical, hybrid, embed_q, embed_add, build, load, file_mb, per_node_kb))
         parts = where_the_time_goes(graph, store, questions)
+        split = apart_and_together(graph, store, questions)
         shortlist = what_the_shortlist_changes(store, questions) if store.index.shortlist is not None else ""
 
     if shortlist:
@@ -314,6 +348,12 @@ def main() -> None:
     print(f"where a hybrid question's time goes at {rows[-1][0]:,} memories (p50 of each step alone):")
     for name, values in parts.items():
         print(f"  {name:<58} {p(values, .5) * 1000:.2f} ms")
+    print()
+    print(f"the vectors and the rest of recall, apart and together, at {rows[-1][0]:,} memories (p50, in turn per question):")
+    for name, values in split.items():
+        print(f"  {name:<58} {p(values, .5) * 1000:.2f} ms")
+    whole, *alone = (p(values, .5) for values in split.values())
+    print(f"  {'together, beyond the two apart (caches shared)':<58} {(whole - sum(alone)) * 1000:.2f} ms")
     print()
     print("| nodes | recall, baseline p50 / p99 | recall, lexical p50 / p99 | recall, hybrid p50 / p99 | hybrid / baseline (p50) "
           "| embed a question p50 | embed a new memory p50 | vectors: build / load | file | RSS per node |")

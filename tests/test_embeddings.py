@@ -85,6 +85,27 @@ def test_vector_index_grows_reuses_rows_and_ranks_by_cosine():
     assert index.nearest(np.zeros(3, np.float32), 3) == []
 
 
+def test_nearest_ids_are_nearests_ids_in_its_order_removed_rows_left_out(monkeypatch):
+    """Recall fuses the ids alone (`nearest_ids`): the same ones, in the same order, as `nearest`,
+    with or without the shortlist, a freed row (zeros, which a question may still reach) never
+    among them."""
+    rows = _sentence_like_rows(600, 32)
+    for shortlist_from in (10_000, 256):
+        monkeypatch.setattr(embeddings, "SHORTLIST_FROM", shortlist_from)
+        monkeypatch.setattr(embeddings, "SHORTLIST_DIMENSIONS", 16)
+        index = VectorIndex(32, vocabulary=1)
+        for number, row in enumerate(rows):
+            index.put(f"m{number:04d}", row)
+        for number in range(0, 600, 7):
+            index.remove(f"m{number:04d}")
+        if index.shortlist_due():
+            index.fit_shortlist()
+        for query in rows[:20]:
+            query = -query  # far from its own row: zero rows score 0, above every negative cosine
+            assert index.nearest_ids(query, 50) == [i for i, _ in index.nearest(query, 50)]
+            assert None not in index.nearest_ids(query, 600) and len(index.nearest_ids(query, 600)) <= 600 - 86
+
+
 def _sentence_like_rows(rows: int, dimensions: int, seed: int = 7) -> np.ndarray:
     """Unit vectors whose spread lies mostly in a few directions (a decaying spectrum, turned
     at random), as sentence vectors' does: what the shortlist keeps."""

@@ -233,9 +233,20 @@ class VectorIndex:
         """The n nodes most similar to `query` (cosine), best first; equal cosines (copies of
         one text) in the order of their rows. Exact below SHORTLIST_FROM rows; from there, the
         n best of the shortlist's picks, by their exact cosines."""
+        rows, scores = self._nearest_rows(query, n)
+        id_of = self.id_of
+        # A removed node's row (id None) is zeros, and may be among them.
+        return [(id_of[row], score) for row, score in zip(rows.tolist(), scores.tolist()) if id_of[row] is not None]
+
+    def nearest_ids(self, query: Any, n: int) -> list[str]:
+        """The ids of `nearest`, without their cosines (what recall's fusion needs: the order)."""
+        id_of = self.id_of
+        return list(filter(None, [id_of[row] for row in self._nearest_rows(query, n)[0].tolist()]))
+
+    def _nearest_rows(self, query: Any, n: int) -> tuple[Any, Any]:
         used = len(self.id_of)
         if n <= 0 or not self.row_of or not query.any():
-            return []
+            return np.zeros(0, np.intp), np.zeros(0, np.float32)
         wide = SHORTLIST_FACTOR * n
         if self.shortlist is not None and wide < used:
             rough = self.shortlist[:used] @ (query @ self.basis)
@@ -246,10 +257,7 @@ class VectorIndex:
         n = min(n, len(rows))
         top = np.sort(np.argpartition(scores, len(rows) - n)[len(rows) - n:])  # by row, then stably by score
         top = top[np.argsort(-scores[top], kind="stable")]
-        id_of = self.id_of
-        # A removed node's row (id None) is zeros, and may be among them.
-        return [(id_of[row], score) for row, score in zip(rows[top].tolist(), scores[top].tolist())
-                if id_of[row] is not None]
+        return rows[top], scores[top]
 
     def rows(self) -> list[tuple[str, int]]:
         return sorted(self.row_of.items(), key=lambda pair: pair[1])

@@ -25,8 +25,6 @@ score of the list), so trust, variety and the tools' `score` keep their meaning.
 from __future__ import annotations
 
 import bisect
-import functools
-import heapq
 import re
 import weakref
 from typing import Callable
@@ -111,7 +109,7 @@ def rerank(graph: SoulGraph, scores: dict[str, float], keep: int, *, accept: Cal
     if neighbours and scores:
         around = siblings_of(graph).around
         lent_by: dict[str, str] = {}  # a neighbour brought in -> the hit that brought it
-        for node_id, score in [(node_id, scores[node_id]) for node_id in _best_first(scores)[:LEND_DEPTH]]:
+        for node_id, score in _best(scores, LEND_DEPTH):
             before, after = around(node_id)
             for share, others in ((NEXT_SHARE, after), (PREVIOUS_SHARE, before)):
                 for other in others:
@@ -146,7 +144,7 @@ def _best_first(scores: dict[str, float]) -> list[str]:
 def _best(scores: dict[str, float], keep: int) -> list[tuple[str, float]]:
     """The best `keep` (id, score), in `_best_first` order, without sorting them all."""
     if len(scores) > keep > 0:
-        bar = heapq.nlargest(keep, scores.values())[-1]
+        bar = sorted(scores.values(), reverse=True)[keep - 1]  # a sort in C beats heapq's Python at these sizes
         scores = {node_id: score for node_id, score in scores.items() if score >= bar}
     return [(node_id, scores[node_id]) for node_id in _best_first(scores)[:max(keep, 0)]]
 
@@ -167,10 +165,16 @@ def _fused(scores: dict[str, float], nearest: list[str], via: dict[str, str]) ->
     return fused, (top / max(fused.values()) if top > 0 else 1.0)
 
 
-@functools.lru_cache(maxsize=64)
 def _terms(k: int, weight: float, n: int) -> tuple[float, ...]:
-    """weight / (k + rank) for the ranks 1..n: what reciprocal rank fusion gives each place."""
-    return tuple(weight / (k + rank) for rank in range(1, n + 1))
+    """weight / (k + rank) for the ranks 1..n at least (zip takes what it needs): what reciprocal
+    rank fusion gives each place. Kept between searches, grown to the next power of two."""
+    held = _TERMS.get((k, weight), ())
+    if len(held) < n:
+        held = _TERMS[(k, weight)] = tuple(weight / (k + rank) for rank in range(1, 2 ** n.bit_length() + 1))
+    return held
+
+
+_TERMS: dict[tuple[int, float], tuple[float, ...]] = {}
 
 
 def memory_time(node: Node) -> float:

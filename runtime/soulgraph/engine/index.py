@@ -142,6 +142,10 @@ class InvertedIndex:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._texts
 
+    def membership(self) -> Callable[[object], bool]:
+        """`node_id in index` as a built-in function, for filtering many ids at C speed."""
+        return self._texts.__contains__
+
     # ------------------------------------------------------------------ changes
     def add(self, node_id: str, text: str) -> None:
         """Index a node's words; indexing an indexed node again replaces its words (same slot)."""

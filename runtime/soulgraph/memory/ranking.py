@@ -36,6 +36,7 @@ nearest memories fused in (docs/embeddings.md). Then the search looks `CONTEXT_D
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from typing import Callable, Protocol
 
@@ -63,7 +64,7 @@ class Vectors(Protocol):
 
     def ready(self, graph: SoulGraph) -> bool: ...
 
-    def nearest(self, text: str, n: int, accept: Callable[[str], bool] | None = None) -> list[tuple[str, float]]: ...
+    def nearest_ids(self, text: str, n: int, accept: Callable[[str], bool] | None = None) -> list[str]: ...
 
 
 def pool(k: int) -> int:
@@ -152,16 +153,19 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
         if tag is None and where is None and not include_archived:
             # A plain search keeps the active memories: those in the word index (the graph keeps
             # the others in its archive index). Asking it reads no node.
-            keep = graph.index.__contains__
+            keep = graph.index.membership()
         else:
             keep = lambda i: (node := nodes.get(i)) is not None and accept(node)  # noqa: E731
-        found = vectors.nearest(text, max(pool(k), FUSION_DEPTH), keep)
-        nearest = [node_id for node_id, _ in found]
+        nearest = vectors.nearest_ids(text, max(pool(k), FUSION_DEPTH), keep)
         # The vectors' candidates the word search did not reach get their word scores too, so
         # the fusion sees every memory both lists rank (what a deeper word search would give).
         now, half_life = graph.clock(), graph.strength_half_life
-        for node_id, score in graph.scores_of(text, [i for i in nearest if i not in scores], recency_weight).items():
-            scores[node_id] = score * trust(nodes[node_id], now, half_life)
+        for node_id, score in graph.scores_of(text, itertools.filterfalse(scores.__contains__, nearest),
+                                               recency_weight).items():
+            node = nodes[node_id]
+            if node.confidence != record.DEFAULT_CONFIDENCE or node.strength != record.DEFAULT_STRENGTH:
+                score *= trust(node, now, half_life)  # (`trust` is 1 at the defaults: the common case)
+            scores[node_id] = score
     return hybrid.rerank(graph, scores, pool(k), accept=accept, via=via, neighbours=neighbours, nearest=nearest,
                          span=span)
 

@@ -142,11 +142,7 @@ class VectorStore:
     # ------------------------------------------------------------------ search
     def nearest(self, text: str, n: int, accept: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
         """Up to n (node id, cosine) nearest to `text` that `accept` keeps (all if None), best first."""
-        # The question's words weighted by how rare they are in this store, as the word index's
-        # idf does (docs/embeddings.md: LoCoMo R@10 0.694 -> 0.705); the memories' vectors keep the
-        # model's general-English weights, so they never need making again as the store grows.
-        ids = self.model.token_ids(text)
-        query = self.model.embed_ids(ids, self.index.store_weights(ids, STORE_WEIGHT_A))
+        query = self._question_vector(text)
         wanted = n
         while True:
             found = self.index.nearest(query, wanted)
@@ -154,6 +150,24 @@ class VectorStore:
             if len(kept) >= n or len(found) < wanted:
                 return kept[:n]
             wanted *= 4  # a filter (a tag, a time range) kept too few: look further
+
+    def nearest_ids(self, text: str, n: int, accept: Callable[[str], bool] | None = None) -> list[str]:
+        """The ids of `nearest`, in its order (what recall fuses: no cosines to carry along)."""
+        query = self._question_vector(text)
+        wanted = n
+        while True:
+            found = self.index.nearest_ids(query, wanted)
+            kept = found if accept is None else list(filter(accept, found))
+            if len(kept) >= n or len(found) < wanted:
+                return kept[:n]
+            wanted *= 4
+
+    def _question_vector(self, text: str) -> Any:
+        # The question's words weighted by how rare they are in this store, as the word index's
+        # idf does (docs/embeddings.md: LoCoMo R@10 0.694 -> 0.705); the memories' vectors keep the
+        # model's general-English weights, so they never need making again as the store grows.
+        ids = self.model.token_ids(text)
+        return self.model.embed_ids(ids, self.index.store_weights(ids, STORE_WEIGHT_A))
 
     def status(self) -> dict[str, Any]:
         self._take_built()
