@@ -117,7 +117,6 @@ class StaticModel:
         return vector / norm if norm > 0.0 else vector
 
 
-
 @functools.lru_cache(maxsize=1)
 def default_model() -> StaticModel:
     """The shipped model, loaded once per process (its table is memory-mapped)."""

@@ -162,10 +162,7 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
         now, half_life = graph.clock(), graph.strength_half_life
         for node_id, score in graph.scores_of(text, itertools.filterfalse(scores.__contains__, nearest),
                                                recency_weight).items():
-            node = nodes[node_id]
-            if node.confidence != record.DEFAULT_CONFIDENCE or node.strength != record.DEFAULT_STRENGTH:
-                score *= trust(node, now, half_life)  # (`trust` is 1 at the defaults: the common case)
-            scores[node_id] = score
+            scores[node_id] = score * trust(nodes[node_id], now, half_life)
     return hybrid.rerank(graph, scores, pool(k), accept=accept, via=via, neighbours=neighbours, nearest=nearest,
                          span=span)
 

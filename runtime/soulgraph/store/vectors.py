@@ -142,23 +142,22 @@ class VectorStore:
     # ------------------------------------------------------------------ search
     def nearest(self, text: str, n: int, accept: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
         """Up to n (node id, cosine) nearest to `text` that `accept` keeps (all if None), best first."""
-        query = self._question_vector(text)
-        wanted = n
-        while True:
-            found = self.index.nearest(query, wanted)
-            kept = found if accept is None else [(node_id, score) for node_id, score in found if accept(node_id)]
-            if len(kept) >= n or len(found) < wanted:
-                return kept[:n]
-            wanted *= 4  # a filter (a tag, a time range) kept too few: look further
+        keep = None if accept is None else (lambda pair: accept(pair[0]))
+        return self._kept(self.index.nearest, text, n, keep)
 
     def nearest_ids(self, text: str, n: int, accept: Callable[[str], bool] | None = None) -> list[str]:
         """The ids of `nearest`, in its order (what recall fuses: no cosines to carry along)."""
+        return self._kept(self.index.nearest_ids, text, n, accept)
+
+    def _kept(self, search: Callable[[Any, int], list], text: str, n: int, keep: Callable[[Any], bool] | None) -> list:
+        """The first n of `search`'s answers for the question that `keep` keeps, looking further
+        while a filter (a tag, a time range) keeps too few and the index has rows left."""
         query = self._question_vector(text)
         wanted = n
         while True:
-            found = self.index.nearest_ids(query, wanted)
-            kept = found if accept is None else list(filter(accept, found))
-            if len(kept) >= n or len(found) < wanted:
+            found = search(query, wanted)
+            kept = found if keep is None else list(filter(keep, found))
+            if len(kept) >= n or wanted >= len(self.index.id_of):
                 return kept[:n]
             wanted *= 4
 
