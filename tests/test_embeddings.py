@@ -106,6 +106,27 @@ def test_nearest_ids_are_nearests_ids_in_its_order_removed_rows_left_out(monkeyp
             assert None not in index.nearest_ids(query, 600) and len(index.nearest_ids(query, 600)) <= 600 - 86
 
 
+def test_a_filtered_look_goes_on_past_freed_rows_until_the_index_has_no_rows_left():
+    """A filter that keeps only memories far from the question is answered in full: the freed
+    rows (zeros, between the near and the far) shorten a look, but the store looks further
+    until every row was seen, not until a look came back short."""
+    words = ["[UNK]", "north", "south", "east"]
+    table = np.array([[0, 0, 0], [127, 0, 0], [-127, 0, 0], [0, 127, 0]], np.int8)
+    model = StaticModel(words, table, np.ones(4, np.float32), "compass-test")
+    graph = _graph_with(["north"] * 12 + ["south"] * 3 + ["east"] * 2)
+    store = VectorStore(None, model_loader=lambda: model, background=False)
+    assert store.ready(graph)
+    for number in range(4, 13):  # nine of the twelve north memories removed: their rows freed
+        graph.remove(f"n{number}")
+    assert store.ready(graph) and len(store.index.id_of) == 17 and len(store.index) == 8
+    south = {"n13", "n14", "n15"}
+    # Cosines: the 3 north rows 1, the 9 freed rows and the 2 east ones 0, the 3 south ones -1. A
+    # first look (2 rows) keeps none of them; the second (8) comes back short (freed rows dropped).
+    assert store.nearest_ids("north", 2, south.__contains__) == ["n13", "n14"]
+    assert [i for i, _ in store.nearest("north", 5, south.__contains__)] == ["n13", "n14", "n15"]
+    assert store.nearest_ids("north", 5, lambda i: False) == []  # nothing to keep: ends at the last row
+
+
 def _sentence_like_rows(rows: int, dimensions: int, seed: int = 7) -> np.ndarray:
     """Unit vectors whose spread lies mostly in a few directions (a decaying spectrum, turned
     at random), as sentence vectors' does: what the shortlist keeps."""
