@@ -289,6 +289,12 @@ def test_a_question_is_told_from_a_title():
     ("What did we decide last November?", ("2022-11-01", "2022-12-01")),  # asked in November 2023
     ("What happened in November?", ("2023-11-01", "2023-12-01")),  # this November has begun
     ("What changed in 2022?", ("2022-01-01", "2023-01-01")),
+    ("What changed in early 2022?", ("2022-01-01", "2023-01-01")),  # the year: how early is not said
+    ("What was planned for mid-2024?", ("2024-01-01", "2025-01-01")),
+    ("What state did Joanna visit in summer 2021?", ("2021-06-01", "2021-09-01")),
+    ("Which trail did we hike in the fall of 2022?", ("2022-09-01", "2022-12-01")),
+    ("What did she plant in spring, 2023?", ("2023-03-01", "2023-06-01")),
+    ("Where did they ski in winter 2021?", None),  # its start or its end of 2021: not read
     ("What may I ask?", None),
     ("Due on February 30, 2023", None),
     # A span counted from a written date: before it ends where the date begins, after it starts

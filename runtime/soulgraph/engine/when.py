@@ -1,5 +1,5 @@
 """The time a question names: "on May 23, 2023", "in October 2023", "in June", "last May", "in 2022",
-and a span counted from such a date: "the week before August 3, 2023", "two days after May 8".
+"in summer 2021", "early 2023", and a span counted from such a date: "the week before August 3, 2023", "two days after May 8".
 
 `window(text, now)` finds the first such date and gives the span of time it covers, or None.
 Search (engine/hybrid.py) then favours memories from that span. Only dates written out are
@@ -32,8 +32,13 @@ _PATTERNS = [
     ("month", re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.I)),         # October 2023
     ("month", re.compile(rf"\b(?P<last>last)\s+{_MONTH}\b", re.I)),  # last May: never this month
     ("month", re.compile(rf"\b(?:in|during|of|since|until|by|early|late|mid)\s+(?:-\s*)?{_MONTH}\b", re.I)),  # in June
-    ("year", re.compile(rf"\b(?:in|during|of|since|until|by)\s+{_YEAR}\b", re.I)),  # in 2022
+    ("season", re.compile(rf"\b(?P<season>spring|summer|autumn|fall),?\s+(?:of\s+)?{_YEAR}\b", re.I)),  # summer 2021
+    ("year", re.compile(rf"\b(?:in|during|of|since|until|by|early|late|mid)[\s-]+{_YEAR}\b", re.I)),  # in 2022
 ]
+# The months a season with a year covers, as the northern meteorological seasons count them. Winter
+# is left out: "winter 2021" may mean the start of 2021 or its end, and a wrong span pushes the
+# right answer down.
+_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9}
 
 
 def _utc(year: int, month: int = 1, day: int = 1) -> float:
@@ -84,6 +89,9 @@ def window(text: str, now: float) -> tuple[float, float] | None:
             try:
                 if unit == "year":
                     span = _utc(year), _utc(year + 1)
+                elif unit == "season":
+                    first = _SEASONS[found["season"].lower()]
+                    span = _utc(year, first), _month_span(year, first + 2)[1]
                 elif unit == "month":
                     if year is None:  # the latest such month that has begun ("last": and ended)
                         latest = month < today.month or (month == today.month and not found.get("last"))
