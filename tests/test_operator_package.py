@@ -45,9 +45,19 @@ def test_a_pip_installed_fleet_update_works_from_a_checkout_and_refuses_elsewher
     home = tmp_path / "hermes"
     home.mkdir()
     (home / "config.yaml").write_text("model:\n  default: x\n")
-    env = {**os.environ, "HERMES_HOME": str(home)}  # check mode: nothing is written
+    # A home of its own: what the check reports must not depend on whether this machine already
+    # runs a release (./run-local leaves one in ~/.soulfleet; with it, the Hermes role's dry run
+    # is made by that runtime instead).
+    user_home = tmp_path / "home"
+    user_home.mkdir()
+    env = {**os.environ, "HOME": str(user_home), "HERMES_HOME": str(home)}  # check mode: nothing is written
     checked = run(fleet_update, "--check", "local", cwd=checkout, env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "local: hermes | soul graph in Hermes: changed — mcp_server=added" in checked.stdout
+    for line in (f"local: runtime | releases folder: changed — would create {user_home}/.soulfleet/releases",
+                 "local: runtime | release venv from the shipped wheelhouse: changed — would ship",
+                 "local: hermes | soul graph in Hermes: changed — would run soulgraph.install (its runtime is not "
+                 "installed yet)"):
+        assert line in checked.stdout, checked.stdout
+    assert not (user_home / ".soulfleet").exists() and (home / "config.yaml").read_text() == "model:\n  default: x\n"
     imported = run(venv / "bin" / "python", "-c", "import fleet.roles as r; print(r.ROLES_DIR)", cwd=elsewhere)
     assert "site-packages/fleet/roles_data" in imported.stdout, imported.stdout + imported.stderr
