@@ -52,7 +52,7 @@ from soulgraph.engine.index import words  # noqa: E402
 from soulgraph.eval.ledger import LedgerProblems  # noqa: E402
 from soulgraph.eval.locomo import _sessions, read_locomo, turn_text  # noqa: E402
 from soulgraph.memory import ranking  # noqa: E402
-from soulgraph.store.vectors import STORE_WEIGHT_A, VectorStore  # noqa: E402
+from soulgraph.store.vectors import VectorStore  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 
@@ -192,14 +192,12 @@ def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[st
     pooled = {q: {**{hit.node.id: hit.score for hit in hits[q]},
                   **graph.scores_of(q, [i for i in nearest[q] if i not in known[q]])} for q in questions}
     ranked = {q: ranking.recall(graph, q, depth, vectors=store, mmr_lambda=1.0) for q in questions}
-    index, model = store.index, store.model
+    index = store.index
     used = len(index.id_of)
-    vectors = {q: model.embed_ids(ids := model.token_ids(q), index.store_weights(ids, STORE_WEIGHT_A))
-               for q in questions}
+    vectors = {q: store.question_vector(q) for q in questions}
     return {
         f"word search, {depth} deep": timed(lambda q: graph.query(q, depth), questions),
-        "question's vector (store weights)": timed(lambda q: model.embed_ids(
-            ids := model.token_ids(q), index.store_weights(ids, STORE_WEIGHT_A)), questions),
+        "question's vector (two weightings)": timed(store.question_vector, questions),
         f"vectors' {ranking.FUSION_DEPTH} nearest (vector included)": timed(
             lambda q: store.nearest_ids(q, ranking.FUSION_DEPTH, every), questions),
         "  of which the shortlist's product": timed(
@@ -257,11 +255,11 @@ def what_the_shortlist_changes(store: VectorStore, questions: list[str]) -> str:
     import crowd_locomo  # beside this script
     from soulgraph.eval.scoring import summarize
 
-    index, model = store.index, store.model
+    index = store.index
     used = len(index.id_of)
     found = {10: [], ranking.FUSION_DEPTH: []}
     for q in questions:
-        vector = model.embed_ids(ids := model.token_ids(q), index.store_weights(ids, STORE_WEIGHT_A))
+        vector = store.question_vector(q)
         exact = index.matrix[:used] @ vector
         picked = [index.row_of[i] for i, _ in index.nearest(vector, ranking.FUSION_DEPTH)]  # as recall asks
         for n in found:

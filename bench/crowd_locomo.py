@@ -12,9 +12,10 @@ It scores hybrid recall three ways on the same store, vectors and questions:
 - exact: every row's full cosine (what the shortlist approximates);
 - the shortlist, as shipped (its picks re-scored on their full rows);
 - the shortlist's cosines alone, no second look (what that second look is worth);
-and the lexical `recall` (no vectors) beside them.
+and the lexical `recall` (no vectors) beside them. `--question-weights` weights the question's
+words another way than recall does (store/vectors.py, `VectorStore.question_vector`).
 
-    .venv/bin/python bench/crowd_locomo.py [--size 10000] [--model-weights]
+    .venv/bin/python bench/crowd_locomo.py [--size 10000] [--question-weights both|store|model]
 
 Scoring is the harness's own (soulgraph.eval.scoring); the turn texts, the session dates and the
 evidence ids come from soulgraph.eval.locomo.
@@ -38,7 +39,7 @@ from soulgraph.eval.ledger import LedgerProblems  # noqa: E402
 from soulgraph.eval.locomo import CATEGORIES, _sessions, evidence_ids, read_locomo, turn_text  # noqa: E402
 from soulgraph.eval.scoring import Question, summarize  # noqa: E402
 from soulgraph.memory import ranking  # noqa: E402
-from soulgraph.store.vectors import VectorStore  # noqa: E402
+from soulgraph.store.vectors import STORE_WEIGHT_A, VectorStore  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 KS = (1, 5, 10, 20)
@@ -80,6 +81,18 @@ def crowd_graph(data: list[dict], asked: int, size: int) -> tuple[SoulGraph, set
                 turns.add(node_id)
             clock[0] = max(clock[0], start + offset)
     return graph, turns, clock[0]
+
+
+def _store_weights_only(store: VectorStore, text: str):
+    ids = store.model.token_ids(text)
+    return store.model.embed_ids(ids, store.index.store_weights(ids, STORE_WEIGHT_A))
+
+
+QUESTION_WEIGHTS = {"both": VectorStore.question_vector, "store": _store_weights_only,
+                    "model": lambda store, text: store.model.embed(text)}
+QUESTION_WEIGHTS_SAID = {"both": "half by this store's word frequencies, half by the model's (as shipped)",
+                         "store": "by this store's word frequencies alone",
+                         "model": "by the model's word frequencies alone (general English)"}
 
 
 def _rough_only(self, query, n):
@@ -142,18 +155,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--size", type=int, default=10_000)
-    parser.add_argument("--model-weights", action="store_true",
-                        help="weight the question's words as the model weights a memory's (general English), "
-                             "not by their frequency in this store")
+    parser.add_argument("--question-weights", choices=sorted(QUESTION_WEIGHTS), default="both",
+                        help="how the question's words are weighted: both ways, half each (as shipped), by their "
+                             "frequency in this store alone, or as the model weighs a memory's (general English)")
     args = parser.parse_args()
     data = read_locomo(args.data)
-    if args.model_weights:
-        VectorStore._question_vector = lambda store, text: store.model.embed(text)
+    if args.question_weights != "both":
+        VectorStore.question_vector = QUESTION_WEIGHTS[args.question_weights]
     started = time.perf_counter()
     questions, fidelity = crowd_replay(data, args.size)
-    weights = "the model's" if args.model_weights else "this store's"
     print(f"LoCoMo dev in a crowd of {args.size:,} memories: {len(data)} conversations, {len(questions)} questions, "
-          f"the question's words weighted by {weights} word frequencies; {time.perf_counter() - started:.0f} s\n")
+          f"the question's words weighted {QUESTION_WEIGHTS_SAID[args.question_weights]}; "
+          f"{time.perf_counter() - started:.0f} s\n")
     scores = summarize(questions, METHODS, KS)["methods"]
     print("| method | R@1 | R@5 | R@10 | R@20 | MRR |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -475,6 +475,25 @@ def test_a_word_common_in_this_store_weighs_less_in_a_question():
     assert index.total_tokens == sum(len(ids) for ids in index.tokens.values())
 
 
+def test_a_question_is_searched_halfway_between_the_stores_weights_and_the_models():
+    """A name in nearly every memory of this store says little about which one, but in a store of
+    many people it is what tells them apart: the question's vector keeps it at half the model's
+    weight. It is as close to the store-weighted vector as to the model-weighted one, and closer
+    to each than they are to each other."""
+    graph = _graph_with([f"Melanie: note number {n} about the garden" for n in range(30)]
+                        + ["Caroline: We adopted a puppy last spring"])
+    store = VectorStore(None, background=False)
+    assert store.ready(graph)
+    model, index = store.model, store.index
+    ids = model.token_ids("What did Melanie adopt?")
+    by_store, by_model = model.embed_ids(ids, index.store_weights(ids, 1e-3)), model.embed_ids(ids)
+    question = store.question_vector("What did Melanie adopt?")
+    assert float(np.linalg.norm(question)) == pytest.approx(1.0, abs=1e-6)
+    assert float(question @ by_store) == pytest.approx(float(question @ by_model), abs=1e-6)
+    assert float(question @ by_store) > float(by_store @ by_model) + 0.01
+    assert not store.question_vector("").any()  # no word: zeros, never a division by zero
+
+
 def test_the_vectors_file_is_written_again_after_enough_changes(tmp_path, monkeypatch):
     from soulgraph.store import vectors
 

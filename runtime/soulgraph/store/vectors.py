@@ -152,7 +152,7 @@ class VectorStore:
     def _kept(self, search: Callable[[Any, int], list], text: str, n: int, keep: Callable[[Any], bool] | None) -> list:
         """The first n of `search`'s answers for the question that `keep` keeps, looking further
         while a filter (a tag, a time range) keeps too few and the index has rows left."""
-        query = self._question_vector(text)
+        query = self.question_vector(text)
         wanted = n
         while True:
             found = search(query, wanted)
@@ -161,12 +161,22 @@ class VectorStore:
                 return kept[:n]
             wanted *= 4
 
-    def _question_vector(self, text: str) -> Any:
-        # The question's words weighted by how rare they are in this store, as the word index's
-        # idf does (docs/embeddings.md: LoCoMo R@10 0.694 -> 0.705); the memories' vectors keep the
-        # model's general-English weights, so they never need making again as the store grows.
-        ids = self.model.token_ids(text)
-        return self.model.embed_ids(ids, self.index.store_weights(ids, STORE_WEIGHT_A))
+    def question_vector(self, text: str) -> Any:
+        """The unit vector a question is searched with: halfway between its words weighted by how
+        rare they are in this store and weighted as the model weighs them (general English).
+
+        The store's weights tell one conversation's memories apart: a speaker's name in half of
+        them says little about which one. In a store of many conversations, that name is what
+        tells them apart, and the model's weights keep it. Half of each did better than either
+        alone in both kinds of store (docs/eval.md, "In a crowd"). The memories' own vectors keep
+        the model's weights, so they never need making again as the store grows."""
+        import numpy as np
+
+        model = self.model
+        ids = model.token_ids(text)
+        vector = model.embed_ids(ids, self.index.store_weights(ids, STORE_WEIGHT_A)) + model.embed_ids(ids)
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm > 0.0 else vector
 
     def status(self) -> dict[str, Any]:
         self._take_built()
