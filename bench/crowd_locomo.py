@@ -45,9 +45,9 @@ DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 KS = (1, 5, 10, 20)
 
 
-def crowd_graph(data: list[dict], asked: int, size: int) -> tuple[SoulGraph, set[str], float]:
+def crowd_graph(data: list[dict], asked: int, size: int) -> tuple[SoulGraph, set[str]]:
     """The asked conversation's sessions and, around them, the others' (copied to `size` memories),
-    all in date order. Returns the graph, the asked conversation's turn ids and the last time."""
+    all in date order. Returns the graph and the asked conversation's turn ids."""
     problems = LedgerProblems()
     own, crowd = [], []
     for number, sample in enumerate(data):
@@ -80,7 +80,7 @@ def crowd_graph(data: list[dict], asked: int, size: int) -> tuple[SoulGraph, set
             if not prefix:
                 turns.add(node_id)
             clock[0] = max(clock[0], start + offset)
-    return graph, turns, clock[0]
+    return graph, turns
 
 
 def _store_weights_only(store: VectorStore, text: str):
@@ -118,7 +118,7 @@ def crowd_replay(data: list[dict], size: int) -> tuple[list[Question], list[floa
     problems = LedgerProblems()
     shipped_rows = embeddings.VectorIndex._nearest_rows
     for asked, sample in enumerate(data):
-        graph, turns, _ = crowd_graph(data, asked, size)
+        graph, turns = crowd_graph(data, asked, size)
         store = VectorStore(None, background=False)
         assert store.ready(graph) and store.index.shortlist is not None, "the crowd is too small for the shortlist"
         shortlist = store.index.shortlist
