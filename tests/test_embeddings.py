@@ -21,7 +21,7 @@ from soulgraph.engine.graph import Hit, SoulGraph
 from soulgraph.engine.wordpiece import WordPiece
 from soulgraph.memory import lifecycle, ranking
 from soulgraph.store import SoulFile
-from soulgraph.store.vectors import VectorStore, vectors_path
+from soulgraph.store.vectors import STORE_WEIGHT_A, VectorStore, vectors_path
 from tests.mcp_session import with_server
 
 MODEL = embeddings.default_model()
@@ -486,7 +486,7 @@ def test_a_question_is_searched_halfway_between_the_stores_weights_and_the_model
     assert store.ready(graph)
     model, index = store.model, store.index
     ids = model.token_ids("What did Melanie adopt?")
-    by_store, by_model = model.embed_ids(ids, index.store_weights(ids, 1e-3)), model.embed_ids(ids)
+    by_store, by_model = model.embed_ids(ids, index.store_weights(ids, STORE_WEIGHT_A)), model.embed_ids(ids)
     question = store.question_vector("What did Melanie adopt?")
     assert float(np.linalg.norm(question)) == pytest.approx(1.0, abs=1e-6)
     assert float(question @ by_store) == pytest.approx(float(question @ by_model), abs=1e-6)
