@@ -17,7 +17,8 @@ LoCoMo's own. Measured in one process, one thread (OMP/BLAS pinned to one), per 
 Then what the shortlist changes (engine/embeddings.py: its nearest against the exact ones at the
 largest size, and LoCoMo dev's recall with it used at every size), the steps of one hybrid
 recall, each timed alone, at the largest size, and the vectors' part and the rest of recall timed
-apart and together (what they cost each other through the caches).
+apart and together (what they cost each other through the caches), and the floor: the word
+search and the vectors' part alone, summed per question (what no ranking on top of them can undercut).
 Start-up: importing the MCP server's module must not import numpy (the vectors load on first use);
 with --base <sha> its import time is compared with that commit's, in the same invocation.
 With --recall-base <sha> (a commit that has the vectors), the three recalls' p50 are compared with
@@ -246,6 +247,25 @@ def apart_and_together(graph: SoulGraph, store: VectorStore, questions: list[str
     return times
 
 
+def the_floor(graph: SoulGraph, store: VectorStore, questions: list[str]) -> dict[str, list[float]]:
+    """What a hybrid question costs before any ranking: the word search recall runs (15 deep)
+    and the vectors' part (question embedded, 200 nearest), timed in turn on each question, and
+    their sum per question. No fusion, neighbours, trust or variety: a recall that needs both
+    searches cannot cost less than the sum."""
+    keep = graph.index.membership()
+    depth = ranking.pool(10)
+    calls = {
+        f"the word search alone ({depth} deep)": lambda q: graph.query(q, depth),
+        "the vectors' part alone": lambda q: store.nearest_ids(q, ranking.FUSION_DEPTH, keep),
+    }
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for q in questions:
+        for name, call in calls.items():
+            times[name] += timed(call, [q])
+    times["the two searches, summed per question"] = [a + b for a, b in zip(*times.values())]
+    return times
+
+
 def what_the_shortlist_changes(store: VectorStore, questions: list[str]) -> str:
     """The shortlist's nearest against the exact ones on this index, and LoCoMo dev's recall with
     the shortlist and without it, each conversation asked in a crowd as large as this index
@@ -335,6 +355,7 @@ def main() -> None:
         rows.append((size, base, lexical, hybrid, embed_q, embed_add, build, load, file_mb, per_node_kb))
         parts = where_the_time_goes(graph, store, questions)
         split = apart_and_together(graph, store, questions)
+        floor = the_floor(graph, store, questions)
         shortlist = what_the_shortlist_changes(store, questions) if store.index.shortlist is not None else ""
 
     if shortlist:
@@ -350,6 +371,11 @@ def main() -> None:
         print(f"  {name:<58} {p(values, .5) * 1000:.2f} ms")
     whole, *alone = (p(values, .5) for values in split.values())
     print(f"  {'together, beyond the two apart (caches shared)':<58} {(whole - sum(alone)) * 1000:.2f} ms")
+    print()
+    print(f"the floor: the two searches a hybrid question needs, nothing else, at {rows[-1][0]:,} memories "
+          "(p50, in turn per question):")
+    for name, values in floor.items():
+        print(f"  {name:<58} {p(values, .5) * 1000:.2f} ms")
     print()
     print("| nodes | recall, baseline p50 / p99 | recall, lexical p50 / p99 | recall, hybrid p50 / p99 | hybrid / baseline (p50) "
           "| embed a question p50 | embed a new memory p50 | vectors: build / load | file | RSS per node |")
