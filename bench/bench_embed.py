@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -89,6 +89,16 @@ def timed(call, items) -> list[float]:
         call(item)
         out.append(time.perf_counter() - t0)
     return out
+
+
+def in_turn(calls: dict[str, Callable[[str], object]], questions: list[str]) -> dict[str, list[float]]:
+    """Each call's time on each question, the calls taken in turn on one question before the next,
+    so all of them see the machine as it is at that moment (this one's speed drifts)."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for q in questions:
+        for name, call in calls.items():
+            times[name] += timed(call, [q])
+    return times
 
 
 def p(values: list[float], q: float) -> float:
@@ -240,11 +250,7 @@ def apart_and_together(graph: SoulGraph, store: VectorStore, questions: list[str
             q, ranking.FUSION_DEPTH, keep),
         "the rest alone (the vectors' answer given)": lambda q: ranking.recall(graph, q, 10, vectors=answered),
     }
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for q in questions:
-        for name, call in calls.items():
-            times[name] += timed(call, [q])
-    return times
+    return in_turn(calls, questions)
 
 
 def the_floor(graph: SoulGraph, store: VectorStore, questions: list[str]) -> dict[str, list[float]]:
@@ -258,10 +264,7 @@ def the_floor(graph: SoulGraph, store: VectorStore, questions: list[str]) -> dic
         f"the word search alone ({depth} deep)": lambda q: graph.query(q, depth),
         "the vectors' part alone": lambda q: store.nearest_ids(q, ranking.FUSION_DEPTH, keep),
     }
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for q in questions:
-        for name, call in calls.items():
-            times[name] += timed(call, [q])
+    times = in_turn(calls, questions)
     times["the two searches, summed per question"] = [a + b for a, b in zip(*times.values())]
     return times
 

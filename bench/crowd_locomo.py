@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 from soulgraph.engine import embeddings  # noqa: E402
 from soulgraph.engine.graph import SoulGraph  # noqa: E402
 from soulgraph.eval.ledger import LedgerProblems  # noqa: E402
-from soulgraph.eval.locomo import CATEGORIES, _sessions, evidence_ids, read_locomo, turn_text  # noqa: E402
+from soulgraph.eval.locomo import _sessions, read_locomo, scorable_questions, turn_text  # noqa: E402
 from soulgraph.eval.scoring import Question, summarize  # noqa: E402
 from soulgraph.memory import ranking  # noqa: E402
 from soulgraph.store.vectors import STORE_WEIGHT_A, VectorStore  # noqa: E402
@@ -124,15 +124,8 @@ def crowd_replay(data: list[dict], size: int) -> tuple[list[Question], list[floa
         shortlist = store.index.shortlist
         prefix = f"{asked}:"
         plain = {turn[len(prefix):] for turn in turns}
-        for number, qa in enumerate(sample.get("qa") or []):
-            if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
-                continue
-            evidence = evidence_ids(qa.get("evidence"), plain, problems, f"{asked} q{number}")
-            if not evidence:
-                continue
-            question = Question(CATEGORIES.get(qa.get("category"), "other"), f"{asked} q{number}", 0.0,
-                                {prefix + e: 0.0 for e in evidence})
-            text = qa["question"]
+        for subject, category, text, evidence in scorable_questions(sample, plain, problems, str(asked)):
+            question = Question(category, subject, 0.0, {prefix + e: 0.0 for e in evidence})
             for method in METHODS:
                 store.index.shortlist = None if method == "hybrid, exact" else shortlist
                 embeddings.VectorIndex._nearest_rows = _rough_only if "alone" in method else shipped_rows

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from soulgraph.eval.ledger import LedgerProblems
 from soulgraph.eval.retrievers import make_retrievers
@@ -137,6 +137,23 @@ def sessions_in_order(ranked_turns: list[str], session_of: dict[str, str]) -> li
     return list(dict.fromkeys(session_of[turn] for turn in ranked_turns))
 
 
+def scorable_questions(sample: dict[str, Any], turns: set[str], problems: LedgerProblems,
+                       where: str) -> Iterator[tuple[str, str, str, list[str]]]:
+    """Each question of a conversation that can be scored: (its subject, "<where> q<number>";
+    its category; its text; its evidence, cleaned by `evidence_ids` against `turns`). A question
+    without text or without usable evidence is skipped and noted in `problems`."""
+    for number, qa in enumerate(sample.get("qa") or []):
+        subject = f"{where} q{number}"
+        if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
+            problems.note("question without text (skipped)", subject)
+            continue
+        evidence = evidence_ids(qa.get("evidence"), turns, problems, subject)
+        if not evidence:
+            problems.note("question without usable evidence (skipped)", subject)
+            continue
+        yield subject, CATEGORIES.get(qa.get("category"), f"category {qa.get('category')}"), qa["question"], evidence
+
+
 def replay_locomo(data: list[dict[str, Any]], methods: list[str], depth: int = max(KS)) -> LocomoResult:
     result = LocomoResult(methods, [], {m: [] for m in methods})
     problems, stats = result.problems, result.stats
@@ -177,20 +194,12 @@ def replay_locomo(data: list[dict[str, Any]], methods: list[str], depth: int = m
 
         # Enough extra depth that dropping every session node still leaves `depth` turns.
         ask_depth = depth + len(sessions)
-        for number, qa in enumerate(sample.get("qa") or []):
-            if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
-                problems.note("question without text (skipped)", f"{where} q{number}")
-                continue
-            evidence = evidence_ids(qa.get("evidence"), turns, problems, f"{where} q{number}")
-            if not evidence:
-                problems.note("question without usable evidence (skipped)", f"{where} q{number}")
-                continue
-            category = CATEGORIES.get(qa.get("category"), f"category {qa.get('category')}")
-            question = Question(category, f"{where} q{number}", now, {e: 0.0 for e in evidence})
-            by_session = Question(category, question.subject, now, {session_of[e]: 0.0 for e in evidence})
+        for subject, category, text, evidence in scorable_questions(sample, turns, problems, where):
+            question = Question(category, subject, now, {e: 0.0 for e in evidence})
+            by_session = Question(category, subject, now, {session_of[e]: 0.0 for e in evidence})
             for retriever in retrievers:
                 t0 = time.perf_counter()
-                ranked = retriever.ask(qa["question"], ask_depth)
+                ranked = retriever.ask(text, ask_depth)
                 result.latencies[retriever.name].append(time.perf_counter() - t0)
                 ranked_turns = [i for i in ranked if i in turns][:depth]
                 question.record(retriever.name, ranked_turns)

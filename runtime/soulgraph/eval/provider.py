@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from soulgraph.eval.locomo import CATEGORIES, _sessions, evidence_ids, replay_locomo, turn_text
+from soulgraph.eval.locomo import _sessions, replay_locomo, scorable_questions, turn_text
 from soulgraph.eval.ledger import LedgerProblems
 from soulgraph.eval.scoring import Question, reciprocal_rank, recall_at
 from soulgraph.hermes.memory_service import RECALL_BUDGET, RECALL_LIMIT, MemoryService
@@ -81,16 +81,10 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
                         turn_of[added["id"]] = turn_of[parent]
                 stats["promoted"] += len(kept["added"])
                 stats["sessions"] += 1
-            for number, qa in enumerate(sample.get("qa") or []):
-                if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
-                    continue
-                evidence = evidence_ids(qa.get("evidence"), turns, problems, f"{where} q{number}")
-                if not evidence:
-                    continue
-                category = CATEGORIES.get(qa.get("category"), f"category {qa.get('category')}")
-                question = Question(category, f"{where} q{number}", clock.now, {e: 0.0 for e in evidence})
+            for subject, category, text, evidence in scorable_questions(sample, turns, problems, where):
+                question = Question(category, subject, clock.now, {e: 0.0 for e in evidence})
                 t0 = time.perf_counter()
-                answer = service.recall(query=qa["question"], budget=budget, limit=limit)
+                answer = service.recall(query=text, budget=budget, limit=limit)
                 latencies.append(time.perf_counter() - t0)
                 injected_chars.append(len(answer["text"]))
                 injected_items.append(len(answer["ids"]))
