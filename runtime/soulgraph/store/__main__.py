@@ -1,11 +1,22 @@
-"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export PATH`.
+"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore`.
 
     check PATH             read soul.json and its journal without writing anything; print
                            one JSON report (counts, the journal's records, the last good
-                           record, any torn tail); exit 0 when they agree, 1 when not
+                           record, any torn tail); exit 0 when they agree, 1 when not (a
+                           backup is a soul.json without a journal: check reads it too)
     compact PATH           fold the journal into a fresh soul.json now (takes the write lock)
     export PATH [--out F]  the whole graph, journal included, as one JSON document
                            (soul.json's own format) on stdout or in F
+    backup SOUL DEST [--force]
+                           a consistent, verified copy while servers keep writing: one
+                           snapshot with the journal folded in, mode 0600, at DEST (a file,
+                           or a folder: a timestamped name inside it); see backup.py
+    restore BACKUP SOUL [--force]
+                           put a backup's graph in place of SOUL; a soul that holds memories
+                           is replaced only with --force, and is kept as a backup first
+
+A path where neither soul.json nor its journal exists is refused by every command (a typo
+must not read as an empty soul, nor create one).
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from typing import Any
 
 from soulgraph.store import snapshot
 from soulgraph.store.atomic import write_atomically
+from soulgraph.store.backup import BackupError, backup, restore, soul_exists
 from soulgraph.store.soulfile import SoulFile, SoulFileError
 
 
@@ -26,6 +38,9 @@ def check(path: Path) -> dict[str, Any]:
     report: dict[str, Any] = {"soul_file": str(soul.path), "ok": False}
     if soul.path != soul.given_path:
         report["symlink"] = str(soul.given_path)
+    if not soul_exists(soul):
+        report["problem"] = f"no soul file at {soul.given_path} (neither it nor {soul.journal_path.name} exists)"
+        return report
     try:
         graph = soul.graph()
     except SoulFileError as exc:
@@ -67,15 +82,40 @@ def main(argv: list[str] | None = None) -> int:
     export = commands.add_parser("export", help="the whole graph as one JSON document")
     export.add_argument("path", type=Path)
     export.add_argument("--out", type=Path, help="write here (atomically, mode 0600) instead of stdout")
+    backup_command = commands.add_parser("backup", help="a consistent, verified copy of a live soul file")
+    backup_command.add_argument("soul", type=Path, help="the soul file (soul.json)")
+    backup_command.add_argument("dest", help="the backup file, or a folder to put a timestamped one in")
+    backup_command.add_argument("--force", action="store_true", help="replace DEST if it is an existing file")
+    restore_command = commands.add_parser("restore", help="put a backup in place of a soul file")
+    restore_command.add_argument("backup", type=Path, help="the backup (or any soul file)")
+    restore_command.add_argument("soul", type=Path, help="the soul file to replace")
+    restore_command.add_argument("--force", action="store_true",
+                                 help="replace a soul that holds memories (it is kept as a backup beside it first)")
     args = parser.parse_args(argv)
 
     if args.command == "check":
         report = check(args.path)
         print(json.dumps(report, indent=2))
         return 0 if report["ok"] else 1
+    if args.command in ("backup", "restore"):
+        try:
+            if args.command == "backup":
+                report = backup(args.soul, args.dest, force=args.force)
+            else:
+                report = restore(args.backup, args.soul, force=args.force)
+        except BackupError as exc:
+            print(f"soulgraph.store: {exc}", file=sys.stderr)
+            return 1
+        print(json.dumps(report, indent=2))
+        return 0
     soul = SoulFile(args.path)
+    if not soul_exists(soul):
+        print(f"soulgraph.store: no soul file at {soul.given_path} (neither it nor {soul.journal_path.name} "
+              "exists); nothing done", file=sys.stderr)
+        return 1
     try:
         if args.command == "compact":
+            soul.graph()  # a file that cannot be read is refused before the lock file is made
             soul.compact()
             print(json.dumps({"soul_file": str(soul.path), "ok": True, "seq": soul.seq,
                               "snapshot_bytes": soul._snapshot_size, "warnings": soul.warnings}, indent=2))
