@@ -127,12 +127,37 @@ def test_recall_leaves_out_the_current_session_and_fits_the_budget(service):
 
 
 def test_bad_requests_are_refused_with_a_reason(service):
-    for request, words in ((["not", "an", "object"], "JSON object"), ({"op": "nope"}, "unknown op 'nope'"),
-                           ({"op": "recall", "args": {"quer": "x"}}, "bad arguments"),
-                           ({"op": "memory_write", "args": {"action": "burn", "target": "user"}}, "unknown memory action"),
-                           ({"op": "memory_write", "args": {"action": "add", "target": "diary"}}, "unknown memory target")):
+    for request, words in ((["not", "an", "object"], "JSON object"), ({"id": 1, "op": "nope"}, "unknown op 'nope'"),
+                           ({"id": 2, "op": "recall", "args": {"quer": "x"}}, "recall: unknown arg(s) 'quer'"),
+                           ({"id": 3, "op": "memory_write", "args": {"action": "burn", "target": "user"}},
+                            "unknown memory action"),
+                           ({"id": 4, "op": "memory_write", "args": {"action": "add", "target": "diary"}},
+                            "unknown memory target"),
+                           ({"op": "status"}, "the request has no id")):
         answer = service.handle(request)
-        assert not answer["ok"] and words in answer["error"], answer
+        assert not answer["ok"] and words in answer["error"] and answer["retry"] is False, answer
+        assert answer["id"] == (request.get("id") if isinstance(request, dict) else None)
+
+
+def test_a_turn_sent_twice_under_one_id_is_stored_once(service):
+    first = ok(service, "sync_turn", user="deploys go out on Tuesdays", assistant="ok", session_id="s", turn_id="t-1")
+    again = ok(service, "sync_turn", user="deploys go out on Tuesdays", assistant="ok", session_id="s", turn_id="t-1")
+    other = ok(service, "sync_turn", user="deploys go out on Tuesdays", assistant="ok", session_id="s", turn_id="t-2")
+    assert (first["stored"], again["stored"], other["stored"]) == ("now", "already", "now")
+    assert again["id"] == first["id"] != other["id"]
+    graph = service.soul.graph()
+    assert graph.nodes[first["id"]].metadata["turn_id"] == "t-1"
+    assert len([n for n in graph.nodes.values() if n.source == "hermes:sync_turn"]) == 2
+    # A memory-tool write sent twice is mirrored once, a replace supersedes once.
+    added = ok(service, "memory_write", action="add", target="user", content="Ada uses vim", write_id="w-1")
+    assert ok(service, "memory_write", action="add", target="user", content="Ada uses vim", write_id="w-1") == {
+        "id": added["id"], "stored": "already", "superseded": None, "warnings": []}
+    replaced = ok(service, "memory_write", action="replace", target="user", content="Ada uses helix",
+                  metadata={"old_text": "vim"}, write_id="w-2")
+    assert ok(service, "memory_write", action="replace", target="user", content="Ada uses helix",
+              metadata={"old_text": "vim"}, write_id="w-2")["id"] == replaced["id"]
+    assert sorted(n.content for n in graph.nodes.values() if n.source == "hermes:memory_tool:user") == [
+        "Ada uses helix", "Ada uses vim"]
 
 
 # ---------------------------------------------------------------------- the shim, in Hermes' venv

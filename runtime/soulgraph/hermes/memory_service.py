@@ -8,9 +8,18 @@ it over stdin/stdout, one JSON object per line each way:
 
     {"id": 7, "op": "recall", "args": {"query": "...", "budget": 1500}}
     {"id": 7, "ok": true, "result": {"text": "...", "ids": ["n12", ...]}}
-    {"id": 8, "ok": false, "error": "unknown op 'recal'"}
+    {"id": 8, "ok": false, "error": "unknown op 'recal' (known: ...)", "retry": false}
 
-Requests are answered in order. The graph lives here, in one `SoulFile` shared with the MCP
+Requests are answered in order. Every line gets an answer and none ends the process: a request
+that is not JSON, not an object, names no known op, or whose args are missing, unknown or of
+the wrong type is answered with an error naming the problem (id null when its id cannot be
+read) and logged on stderr, one line each. `retry` says whether sending the same request again
+may succeed (the store was busy or failed) or never will (the request itself is wrong).
+
+Writes are idempotent by the id their sender gives them (`turn_id` for `sync_turn`, `write_id`
+for `memory_write`): the id is kept in the written memory's metadata, in the soul file, so a
+service started after a crash still knows what it stored, and a request sent again after a
+lost answer is acknowledged with the memory already there instead of writing it twice. The graph lives here, in one `SoulFile` shared with the MCP
 server under the store's lock (either one sees the other's writes before answering). Every
 write goes through `memory.write.remember`, so the scanner applies as for any other write.
 
@@ -24,6 +33,7 @@ import json
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
@@ -41,15 +51,167 @@ SNAPSHOT_CHARS = 2200
 MIRROR_WRITER = "hermes:memory_tool"
 # Hermes' built-in memory targets and how the seeder tags their entries (hermes/seed.py).
 MIRROR_TARGETS = {"memory": ("memory", "note"), "user": ("user", "semantic_fact")}
+# The longest request line read (characters); a longer one is refused whole, unread. The
+# plugin holds its requests to the same bound (plugin/__init__.py MAX_LINE_CHARS).
+MAX_LINE_CHARS = 64 << 20
+MAX_COUNT = 1_000_000  # budgets and limits: more than any prompt holds
+MAX_MESSAGES = 100_000
+TURN_ID = "turn_id"  # metadata keys of the sender's ids (idempotent writes)
+WRITE_ID = "write_id"
+MAX_SENDER_ID = 200  # characters of a turn_id / write_id
 
 
 class ServiceError(Exception):
     """A request this service refuses; the message says why."""
 
 
+# What each op takes: arg name -> (what it must be, check). A request is checked against this
+# before its op runs, so a wrong one is refused by name instead of failing deep inside.
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
+def _is_object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_sender_id(value: Any) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_SENDER_ID
+
+
+TEXT = ("a string", _is_text)
+COUNT = (f"an integer from 0 to {MAX_COUNT:,}", _is_count)
+OBJECT = ("a JSON object", _is_object)
+SENDER_ID = (f"a non-empty string of at most {MAX_SENDER_ID} characters", _is_sender_id)
+MESSAGES = (f"a list of at most {MAX_MESSAGES:,} message objects",
+            lambda v: isinstance(v, list) and len(v) <= MAX_MESSAGES)
+ARGS: dict[str, tuple[dict[str, tuple[str, Callable[[Any], bool]]], frozenset[str]]] = {
+    # op: (args it takes, the ones it needs)
+    "hello": ({}, frozenset()),
+    "status": ({}, frozenset()),
+    "snapshot": ({"max_chars": COUNT}, frozenset()),
+    "recall": ({"query": TEXT, "budget": COUNT, "limit": COUNT, "skip_session": TEXT}, frozenset({"query"})),
+    "sync_turn": ({"user": TEXT, "assistant": TEXT, "session_id": TEXT, "platform": TEXT, "user_id": TEXT,
+                   "messages": MESSAGES, "turn_id": SENDER_ID}, frozenset()),
+    "consolidate": ({"session_id": TEXT, "messages": MESSAGES}, frozenset()),
+    "memory_write": ({"action": TEXT, "target": TEXT, "content": TEXT, "metadata": OBJECT, "write_id": SENDER_ID},
+                     frozenset({"action"})),
+}
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+             float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _lone_surrogate(value: Any, where: str) -> str | None:
+    """Where in `value` a string holds a lone surrogate (valid JSON, but no text: it cannot be
+    written to the soul file). Walked without recursion: nesting as deep as JSON allows is fine."""
+    stack = [(value, where)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= c <= "\udfff" for c in item):
+                return at
+        elif isinstance(item, dict):
+            stack.extend((key, f"{at} (a key)") for key in item)
+            stack.extend((v, f"{at}.{k}") for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{at}[{n}]") for n, v in enumerate(item))
+    return None
+
+
+def _message_problem(messages: list[Any], where: str) -> str | None:
+    """The first thing in a message list that is not a message as Hermes writes one."""
+    for n, message in enumerate(messages):
+        at = f"{where}[{n}]"
+        if not isinstance(message, dict):
+            return f"{at} must be a message object, not {_kind(message)}"
+        calls = message.get("tool_calls")
+        if calls is not None:
+            if not isinstance(calls, list):
+                return f"{at}.tool_calls must be a list, not {_kind(calls)}"
+            for c, call in enumerate(calls):
+                if not isinstance(call, dict):
+                    return f"{at}.tool_calls[{c}] must be an object, not {_kind(call)}"
+                if call.get("function") is not None and not isinstance(call["function"], dict):
+                    return f"{at}.tool_calls[{c}].function must be an object, not {_kind(call['function'])}"
+    return None
+
+
+def check_request(request: Any) -> tuple[Any, str, dict[str, Any]]:
+    """The id, op and args of a well-formed request; ServiceError naming the first problem.
+    The id comes back even when something else is wrong, so the error can be matched."""
+    if not isinstance(request, dict):
+        raise ServiceError(f"a request must be a JSON object, not {_kind(request)}")
+    request_id = request.get("id")
+    if "id" not in request:
+        raise ServiceError("the request has no id (an integer or a string)")
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        raise ServiceError(f"the request's id must be an integer or a string, not {_kind(request_id)}")
+    if isinstance(request_id, str) and len(request_id) > MAX_SENDER_ID:
+        raise ServiceError(f"the request's id is longer than {MAX_SENDER_ID} characters")
+    if isinstance(request_id, str) and _lone_surrogate(request_id, "id"):
+        raise ServiceError("the request's id holds a lone surrogate (\\ud800-\\udfff), which is not text")
+    unknown = sorted(set(request) - {"id", "op", "args"}, key=str)
+    op = request.get("op")
+    if "op" not in request:
+        raise _Refused(request_id, f"the request has no op (known: {', '.join(sorted(ARGS))})")
+    if not isinstance(op, str):
+        raise _Refused(request_id, f"the op must be a string, not {_kind(op)} (known: {', '.join(sorted(ARGS))})")
+    if op not in ARGS:
+        raise _Refused(request_id, f"unknown op {op!r:.80} (known: {', '.join(sorted(ARGS))})")
+    if unknown:
+        raise _Refused(request_id, f"{op}: unknown request field(s) {', '.join(repr(k)[:80] for k in unknown[:5])} "
+                                   "(a request holds id, op, args)")
+    args = request.get("args", {})
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise _Refused(request_id, f"{op}: args must be a JSON object, not {_kind(args)}")
+    takes, needs = ARGS[op]
+    strange = sorted(set(args) - set(takes))
+    if strange:
+        known = ", ".join(takes) or "none"
+        raise _Refused(request_id, f"{op}: unknown arg(s) {', '.join(repr(a)[:80] for a in strange[:5])} "
+                                   f"(it takes: {known})")
+    missing = sorted(needs - set(args))
+    if missing:
+        raise _Refused(request_id, f"{op}: missing arg(s) {', '.join(missing)}")
+    for name, value in args.items():
+        if value is None and name not in needs:
+            continue  # null stands for the default, as an absent arg does
+        what, check = takes[name]
+        if not check(value):
+            raise _Refused(request_id, f"{op}: args.{name} must be {what}, not {_kind(value)}"
+                           + (f" ({value!r:.40})" if isinstance(value, (int, float)) else ""))
+        if name == "messages":
+            problem = _message_problem(value, f"args.{name}")
+            if problem:
+                raise _Refused(request_id, f"{op}: {problem}")
+    surrogate = _lone_surrogate(args, "args")
+    if surrogate:
+        raise _Refused(request_id, f"{op}: {surrogate} holds a lone surrogate (\\ud800-\\udfff), which is not text")
+    return request_id, op, {k: v for k, v in args.items() if v is not None}
+
+
+class _Refused(ServiceError):
+    """A refusal of a request whose id could be read."""
+
+    def __init__(self, request_id: Any, message: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
 class MemoryService:
     def __init__(self, soul: SoulFile, *, embed: bool = True, vectors: VectorStore | None = None) -> None:
         self.soul = soul
+        self.stderr: TextIO = sys.stderr
         # Vectors for recall's questions (store/vectors.py); lexical until they are ready.
         self.vectors = vectors or VectorStore(vectors_path(soul.path), enabled=embed)
         self.ops: dict[str, Callable[..., Any]] = {
@@ -58,22 +220,43 @@ class MemoryService:
         }
 
     def handle(self, request: Any) -> dict[str, Any]:
-        """One request object to one response object; never raises."""
-        request_id = request.get("id") if isinstance(request, dict) else None
+        """One request object to one response object; never raises (an error in an op is
+        answered and logged with its traceback, and the service goes on)."""
+        request_id, name = None, "request"
         try:
-            if not isinstance(request, dict):
-                raise ServiceError("a request must be a JSON object")
-            op = self.ops.get(request.get("op"))
-            if op is None:
-                raise ServiceError(f"unknown op {request.get('op')!r} (known: {', '.join(sorted(self.ops))})")
-            args = request.get("args") or {}
-            if not isinstance(args, dict):
-                raise ServiceError("args must be a JSON object")
-            return {"id": request_id, "ok": True, "result": op(**args)}
-        except TypeError as exc:
-            return {"id": request_id, "ok": False, "error": f"bad arguments: {exc}"}
-        except (ServiceError, SoulFileError, RefusedMemory, ValueError) as exc:
-            return {"id": request_id, "ok": False, "error": str(exc)}
+            try:
+                request_id, name, args = check_request(request)
+            except _Refused as exc:
+                return self.refuse(exc.request_id, str(exc), request)
+            except ServiceError as exc:
+                return self.refuse(None, str(exc), request)
+            return {"id": request_id, "ok": True, "result": self.ops[name](**args)}
+        except (SoulFileError, OSError) as exc:  # the store, not the request: it may work next time
+            return self.refuse(request_id, str(exc), request, retry=True)
+        except (ServiceError, RefusedMemory, ValueError) as exc:
+            return self.refuse(request_id, str(exc), request)
+        except Exception as exc:  # a fault of ours: answered and logged, never the end of the service
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            error = f"{name} failed: {type(exc).__name__}: {str(exc)[:200]}"
+            self.log(f"request id={request_id!r:.60}: {error} (at {Path(frame.filename).name}:{frame.lineno})")
+            return self.refuse(request_id, error, request, logged=False)
+
+    def refuse(self, request_id: Any, error: str, request: Any, *, retry: bool = False,
+               logged: bool = True) -> dict[str, Any]:
+        """The error answer to `request`, logged on stderr (unless the caller logged it)."""
+        if logged:
+            op = request.get("op") if isinstance(request, dict) else None
+            self.log(f"refused request id={request_id!r:.60} op={op!r:.40}: {error}")
+        return {"id": request_id, "ok": False, "error": error, "retry": retry}
+
+    def log(self, line: str) -> None:
+        """One line on stderr (the plugin sends it to $HERMES_HOME/logs/soulgraph-memory.log)."""
+        # One line, and text any log can take (a lone surrogate in a refused op is escaped).
+        line = " ".join(line.split()).encode("utf-8", "backslashreplace").decode("utf-8")
+        try:
+            print(f"soulgraph memory service: {line}", file=self.stderr, flush=True)
+        except (OSError, ValueError):
+            pass  # a closed log is no reason to stop answering
 
     # ------------------------------------------------------------------ reads
     def hello(self) -> dict[str, Any]:
@@ -121,13 +304,26 @@ class MemoryService:
 
     # ------------------------------------------------------------------ writes
     def sync_turn(self, user: str = "", assistant: str = "", session_id: str = "", platform: str = "",
-                  user_id: str = "", messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                  user_id: str = "", messages: list[dict[str, Any]] | None = None,
+                  turn_id: str | None = None) -> dict[str, Any]:
+        """One completed turn. `turn_id`: the sender's id for it; a turn already stored under
+        that id is acknowledged (`"stored": "already"`) and not written again."""
         if not (user or "").strip() and not (assistant or "").strip():
             return {"id": None, "skipped": "empty turn"}
+        if turn_id:
+            held = _turn_stored(self.graph(), session_id, turn_id)
+            if held is not None:
+                return {"id": held, "stored": "already", "redacted": [], "warnings": []}
         with self.soul.change() as graph:
+            # Asked again under the lock: another writer of this file may have stored it since.
+            held = _turn_stored(graph, session_id, turn_id) if turn_id else None
+            if held is not None:
+                return {"id": held, "stored": "already", "redacted": [], "warnings": []}
             written = turns.record_turn(graph, user, assistant, session_id=session_id, platform=platform,
-                                        user_id=user_id, messages=messages)
-        return {"id": written.node.id, "redacted": list(written.redacted), "warnings": written.warnings}
+                                        user_id=user_id, messages=messages,
+                                        metadata={TURN_ID: turn_id} if turn_id else None)
+        return {"id": written.node.id, "stored": "now", "redacted": list(written.redacted),
+                "warnings": written.warnings}
 
     def consolidate(self, session_id: str = "", messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         with self.soul.change() as graph:
@@ -137,9 +333,11 @@ class MemoryService:
                 "refused": result.refused, "turns": result.turns, "summary": result.summary()}
 
     def memory_write(self, action: str, target: str = "memory", content: str = "",
-                     metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+                     metadata: dict[str, Any] | None = None, write_id: str | None = None) -> dict[str, Any]:
         """Mirror Hermes' built-in memory tool: add adds, replace supersedes the entry holding
-        `metadata.old_text`, remove archives it."""
+        `metadata.old_text`, remove archives it. `write_id`: the sender's id for this write; an
+        add or replace already stored under it is acknowledged, not written again (a remove
+        done twice finds nothing the second time)."""
         if target not in MIRROR_TARGETS:
             raise ServiceError(f"unknown memory target {target!r} (known: {', '.join(MIRROR_TARGETS)})")
         if action not in ("add", "replace", "remove"):
@@ -148,6 +346,9 @@ class MemoryService:
         old_text = str((metadata or {}).get("old_text") or "")
         session = str((metadata or {}).get("session_id") or "") or None
         with self.soul.change() as graph:
+            held = _write_stored(graph, tag, write_id) if write_id and action != "remove" else None
+            if held is not None:
+                return {"id": held, "stored": "already", "superseded": None, "warnings": []}
             old = _entry_holding(graph, tag, old_text or content) if action != "add" else None
             if action == "remove":
                 if old is None:
@@ -157,11 +358,23 @@ class MemoryService:
             if not content.strip():
                 raise ServiceError(f"{action}: the entry's content is empty")
             written = remember(graph, content.strip(), [tag], writer=MIRROR_WRITER, kind=kind,
-                               source=f"hermes:memory_tool:{target}", source_ref=session, where="memory_write")
+                               source=f"hermes:memory_tool:{target}", source_ref=session, where="memory_write",
+                               metadata={WRITE_ID: write_id} if write_id else None)
             if old is not None:
                 lifecycle.supersede(graph, old, written.node.id, writer=MIRROR_WRITER,
                                     reason="replaced with Hermes' memory tool")
         return {"id": written.node.id, "superseded": old, "warnings": written.warnings}
+
+
+def _turn_stored(graph: SoulGraph, session_id: str, turn_id: str) -> str | None:
+    """The memory holding the turn sent under `turn_id`, if one does (a session's own turns
+    are searched: a resent turn names the same session)."""
+    ids = graph.tags.get(turns.session_tag(session_id), set()) & graph.tags.get(turns.TURN_TAG, set())
+    return next((i for i in sorted(ids) if graph.nodes[i].metadata.get(TURN_ID) == turn_id), None)
+
+
+def _write_stored(graph: SoulGraph, tag: str, write_id: str) -> str | None:
+    return next((i for i in sorted(graph.tags.get(tag, ())) if graph.nodes[i].metadata.get(WRITE_ID) == write_id), None)
 
 
 def _entry_holding(graph: SoulGraph, tag: str, text: str) -> str | None:
@@ -176,17 +389,27 @@ def _entry_holding(graph: SoulGraph, tag: str, text: str) -> str | None:
 
 
 def serve(service: MemoryService, reader: TextIO, writer: TextIO) -> None:
-    """Answer one request per line until the input ends."""
-    for line in reader:
-        if not line.strip():
+    """Answer one request per line until the input ends. No line ends the service: one that
+    is not JSON, or too long to read, is answered with id null."""
+    while True:
+        line = reader.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+            while line and not line.endswith("\n"):  # the rest of it, unread, in bounded pieces
+                line = reader.readline(MAX_LINE_CHARS)
+            response = service.refuse(None, f"a request line longer than {MAX_LINE_CHARS:,} characters", "")
+        elif not line.strip():
             continue
-        try:
-            request = json.loads(line)
-        except ValueError as exc:
-            response = {"id": None, "ok": False, "error": f"not JSON: {exc}"}
         else:
-            response = service.handle(request)
-        writer.write(json.dumps(response, ensure_ascii=False) + "\n")
+            try:
+                request = json.loads(line)
+            except (ValueError, RecursionError) as exc:  # nesting too deep is RecursionError
+                response = service.refuse(None, f"not JSON: {str(exc)[:200]}", "")
+            else:
+                response = service.handle(request)
+        # ASCII: an escaped lone surrogate in an error cannot break the encoding of the reply.
+        writer.write(json.dumps(response) + "\n")
         writer.flush()
 
 
@@ -204,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     except SoulFileError as exc:
         print(f"soulgraph memory service: {exc}", file=sys.stderr)
         return 1
-    stdin = open(sys.stdin.fileno(), "r", encoding="utf-8", errors="replace", closefd=False)
+    # Lines end at "\n" only: a "\r" is JSON whitespace, not the end of a request.
+    stdin = open(sys.stdin.fileno(), "r", encoding="utf-8", errors="replace", newline="\n", closefd=False)
     stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)
     service = MemoryService(soul, embed=not args.no_embed)
     try:

@@ -41,9 +41,10 @@ class TurnWritten:
 
 
 def record_turn(graph: SoulGraph, user: str, assistant: str, *, session_id: str, platform: str = "",
-                user_id: str = "", messages: list[dict[str, Any]] | None = None) -> TurnWritten:
+                user_id: str = "", messages: list[dict[str, Any]] | None = None,
+                metadata: dict[str, Any] | None = None) -> TurnWritten:
     """Add one completed turn to `graph` (inside `SoulFile.change()`), chained after the
-    session's last turn."""
+    session's last turn. `metadata`: more to keep on the memory (the sender's turn id)."""
     tag = session_tag(session_id)
     turns = session_turns(graph, session_id)
     parent = turns[-1] if turns else session_node(graph, session_id, platform, user_id)
@@ -51,7 +52,7 @@ def record_turn(graph: SoulGraph, user: str, assistant: str, *, session_id: str,
     number = len(turns) + 1
     written = remember(graph, text, [tag, TURN_TAG], writer=user_id or "hermes", parents=[parent.id],
                        kind="episodic_event", source=SOURCE, source_ref=f"{session_id}#{number}",
-                       metadata={"platform": platform, "turn": number}, where="sync_turn")
+                       metadata={**(metadata or {}), "platform": platform, "turn": number}, where="sync_turn")
     return TurnWritten(written.node, redacted, written.warnings)
 
 
