@@ -364,10 +364,11 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         return f"Your long-term memory (soul graph) holds:\n\n{text}{ask}"
 
     server.soul_tools = tools  # main() saves the vectors through it when the server stops
+    markdown_folder = markdown_folder or files.Folder(soul.path.parent)
     if "memory" in toolsets:
-        memory_tools.register(server, tools)
+        memory_tools.register(server, tools, markdown_folder)  # a forget takes a note out of MEMORY.md too
     if "markdown" in toolsets:
-        markdown_tools.register(server, tools, markdown_folder or files.Folder(soul.path.parent), ask_timeout)
+        markdown_tools.register(server, tools, markdown_folder, ask_timeout)
     return server
 
 

@@ -2,7 +2,8 @@
 
     soul_update(node_id, action, by_id=None, reason="")   confirm | weaken | contradict | supersede | archive
     soul_merge(keep_id, merge_id)                          two memories that say the same become one
-    soul_forget(node_id, reason, force=False)              gone for good; only an audit entry stays
+    soul_forget(node_id, reason, force=False)              gone for good; only an audit entry stays, and the
+                                                           note's entry leaves the markdown files it was written to
     soul_history(node_id)                                  a node's audit entries, oldest first
 
 Each write is one change of the store (durable before the answer, taken back on failure) and
@@ -18,8 +19,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from soulgraph.memory import lifecycle
-from soulgraph.server import shapes
+from soulgraph.memory import lifecycle, markdown_files as files
+from soulgraph.server import markdown_tools, shapes
 from soulgraph.server.answers import tool_registrar
 
 from soulgraph.server.toolsets import MEMORY_TOOLS as TOOL_NAMES  # noqa: E402,F401
@@ -33,9 +34,11 @@ DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idemp
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
-def register(server: MCPServer, tools: Any) -> None:
+def register(server: MCPServer, tools: Any, folder: files.Folder | None = None) -> None:
     """Add the memory tools to `server`; `tools` is the graph toolset's SoulTools (store access,
-    result shapes)."""
+    result shapes), `folder` where the markdown files a note was written to resolve (default:
+    the soul file's folder, the Hermes home)."""
+    folder = folder or files.Folder(tools.soul.path.parent)
     tool = tool_registrar(server)
 
     @tool(WRITE)
@@ -76,10 +79,31 @@ def register(server: MCPServer, tools: Any) -> None:
     async def soul_forget(node_id: NodeId, reason: Annotated[str, Field(min_length=1, max_length=1_000, description="Why it must go; the only thing that stays.")],
                           force: bool = False) -> shapes.Forgotten:
         """Forget a memory for good: it leaves the graph and the files (the soul file is
-        rewritten without it); only an audit entry with the id, the time and the reason
+        rewritten without it, and a note soul_remember or Hermes' memory tool wrote leaves
+        MEMORY.md / USER.md too); only an audit entry with the id, the time and the reason
         stays. A pinned axiom needs force=true."""
-        tools.change(lambda graph: lifecycle.forget(graph, node_id, reason, writer="tool:soul_forget", force=force))
-        return {"forgotten": node_id, "reason": reason}
+
+        def apply(graph):
+            written = markdown_tools.copies(graph.get(node_id))
+            lifecycle.forget(graph, node_id, reason, writer="tool:soul_forget", force=force)
+            # Inside the change: a file that cannot be rewritten takes the forget back, so
+            # the memory is never half gone. An entry another memory still stands for stays.
+            shared = {(path, text) for path, text in written
+                      if any(other.content.strip() == text and (path, text) in markdown_tools.copies(other)
+                             for other in graph.nodes.values())}
+            return markdown_tools.scrub(folder, [copy for copy in written if copy not in shared])
+
+        try:
+            scrubbed = tools.change(apply)
+        except files.MarkdownFileError as exc:
+            raise ToolError(f"{exc}; {node_id} was not forgotten (nothing changed)") from None
+        answer: dict[str, Any] = {"forgotten": node_id, "reason": reason}
+        if scrubbed.files:
+            answer["scrubbed"] = scrubbed.files
+        if scrubbed.inside_other_entries:
+            answer["warnings"] = [f"{name} still holds the text inside another entry; edit that entry by hand"
+                                  for name in scrubbed.inside_other_entries]
+        return answer
 
     @tool(READ)
     async def soul_history(node_id: NodeId) -> shapes.History:

@@ -113,6 +113,8 @@ class Summary(TypedDict):
 class Forgotten(TypedDict):
     forgotten: str
     reason: str
+    scrubbed: NotRequired[list[str]]  # the markdown files rewritten without the note's entry
+    warnings: NotRequired[list[str]]
 
 
 class History(TypedDict):
