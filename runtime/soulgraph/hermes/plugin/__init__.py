@@ -8,18 +8,23 @@ in JSON lines over its stdin/stdout. `settings.json` beside this file names that
 soul file; the installer writes it.
 
 Every call has a deadline, so a stuck child never holds a turn (see DEADLINES); writes go to a
-queue drained by one background thread, so a turn never waits on them.
+queue drained by one background thread, so a turn never waits on them. A write stays queued
+until the service acknowledges it: a service that died or stopped answering is restarted and
+the write sent again, under an id of its own (`turn_id`, `write_id`) by which the service
+recognises one it already stored. The queue holds at most MAX_PENDING writes; when it is full
+the oldest waiting one is dropped and logged, and Hermes never waits.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
-import queue
 import subprocess
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -33,6 +38,14 @@ SETTINGS = Path(__file__).with_name("settings.json")
 # block at session start; write: one queued write; flush: draining the queue at a session
 # boundary; start: the child's first answer (it reads the soul file first).
 DEADLINES = {"prefetch": 0.25, "snapshot": 5.0, "write": 10.0, "flush": 5.0, "start": 10.0, "stop": 3.0}
+# Writes kept until the service acknowledges them. A turn is a few kB, so the bound is a few MB
+# at most; it is reached only when the service cannot be started for a long while.
+MAX_PENDING = 1000
+# Seconds between two tries of an unacknowledged write: doubled per failure, up to the last.
+RETRY_PAUSE = (0.05, 5.0)
+# The longest request line the service reads (memory_service.MAX_LINE_CHARS): a longer write is
+# dropped here, with a log line, instead of being refused there over and over.
+MAX_LINE_CHARS = 64 << 20
 PREFETCH_HEADER = "From the soul graph (earlier sessions and what was learnt in them):"
 
 
@@ -47,6 +60,15 @@ class ServiceGone(RuntimeError):
     """The memory service did not answer in time or is not running."""
 
 
+class ServiceRefused(RuntimeError):
+    """The service answered with an error; `retry`: whether the same request may succeed later
+    (the store was busy or failed) or never will (the request itself is wrong)."""
+
+    def __init__(self, message: str, retry: bool = False) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
 class ServiceClient:
     """One child process and the requests in flight to it."""
 
@@ -56,8 +78,10 @@ class ServiceClient:
         self._process: Optional[subprocess.Popen] = None
         self._lock = threading.Lock()  # one writer on stdin; start/stop
         self._answers: Dict[int, Dict[str, Any]] = {}
+        self._waiting: set = set()  # ids someone still waits for; a later answer is dropped
         self._arrived = threading.Condition()
         self._next_id = 0
+        self._closed = False
 
     def _start(self) -> subprocess.Popen:
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
@@ -72,47 +96,90 @@ class ServiceClient:
         return process
 
     def _read(self, process: subprocess.Popen) -> None:
+        # Blocks only on this child's output, which ends when the child does; every caller
+        # waiting for an answer has its own deadline (call()).
         for raw in process.stdout:
             try:
                 answer = json.loads(raw)
             except ValueError:
                 continue
+            if not isinstance(answer, dict):
+                continue
             with self._arrived:
-                self._answers[answer.get("id")] = answer
-                self._arrived.notify_all()
+                if answer.get("id") in self._waiting:
+                    self._answers[answer["id"]] = answer
+                    self._arrived.notify_all()
         with self._arrived:  # the child is gone: wake every waiter
             self._arrived.notify_all()
 
-    def call(self, op: str, args: Optional[Dict[str, Any]] = None, timeout: float = 5.0) -> Any:
-        """The op's result; ServiceGone after `timeout` seconds or if the child died;
-        RuntimeError with the service's message if it refused the request."""
-        deadline = time.monotonic() + timeout
+    def call(self, op: str, args: Optional[Dict[str, Any]] = None, timeout: float = 5.0,
+             start_timeout: float = 0.0) -> Any:
+        """The op's result; ServiceGone after `timeout` seconds (plus `start_timeout` when this
+        call had to start the service) or if the child died; ServiceRefused with the
+        service's message if it refused the request."""
+        body = json.dumps({"op": op, "args": args or {}}, ensure_ascii=False)  # the id goes in front below
+        if len(body) + 32 > MAX_LINE_CHARS:
+            raise ServiceRefused(f"{op}: a request of {len(body):,} characters, more than the service reads")
         with self._lock:
+            if self._closed:
+                raise ServiceGone("memory service stopped")
             if self._process is None or self._process.poll() is not None:
-                self._process = self._start()
+                if self._process is not None:
+                    _close_input(self._process)  # the dead one's pipe: no descriptor kept per restart
+                try:
+                    self._process = self._start()
+                except OSError as exc:  # the release's Python gone or not runnable: try again later
+                    raise ServiceGone(f"memory service cannot start: {exc}") from None
+                timeout += start_timeout
+            deadline = time.monotonic() + timeout
             self._next_id += 1
             request_id = self._next_id
-            line = json.dumps({"id": request_id, "op": op, "args": args or {}}, ensure_ascii=False) + "\n"
+            line = f'{{"id": {request_id}, {body[1:]}\n'
+            with self._arrived:
+                self._waiting.add(request_id)
             try:
                 self._process.stdin.write(line.encode("utf-8"))
                 self._process.stdin.flush()
             except (BrokenPipeError, OSError) as exc:
+                with self._arrived:
+                    self._waiting.discard(request_id)
                 raise ServiceGone(f"memory service not running: {exc}") from None
             process = self._process
         with self._arrived:
-            while request_id not in self._answers:
-                left = deadline - time.monotonic()
-                if left <= 0 or process.poll() is not None:
-                    raise ServiceGone(f"memory service gave no answer to {op} within {timeout:g} s")
-                self._arrived.wait(min(left, 0.5))
-            answer = self._answers.pop(request_id)
+            try:
+                while request_id not in self._answers:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or process.poll() is not None:
+                        raise ServiceGone(f"memory service gave no answer to {op} within {timeout:g} s"
+                                          if left <= 0 else f"memory service ended ({process.returncode}) "
+                                                            f"before it answered {op}")
+                    self._arrived.wait(min(left, 0.5))
+                answer = self._answers.pop(request_id)
+            finally:
+                self._waiting.discard(request_id)
+                self._answers.pop(request_id, None)
         if not answer.get("ok"):
-            raise RuntimeError(answer.get("error") or "refused")
+            raise ServiceRefused(answer.get("error") or "refused", bool(answer.get("retry")))
         return answer.get("result")
+
+    def restart(self) -> None:
+        """End a service that stopped answering; the next call starts a fresh one."""
+        with self._lock:
+            process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.kill()
+            try:
+                process.wait(DEADLINES["stop"])
+            except subprocess.TimeoutExpired:
+                pass
+        _close_input(process)
 
     def stop(self, timeout: float = DEADLINES["stop"]) -> None:
         with self._lock:
             process, self._process = self._process, None
+            self._closed = True  # a write still in the queue starts no new service
         if process is None:
             return
         try:
@@ -121,6 +188,13 @@ class ServiceClient:
         except (OSError, subprocess.TimeoutExpired):
             process.kill()
             process.wait(1.0)
+
+
+def _close_input(process: subprocess.Popen) -> None:
+    try:
+        process.stdin.close()
+    except OSError:
+        pass  # a pipe to a dead child may fail to flush: it is closed all the same
 
 
 class SoulgraphMemoryProvider(MemoryProvider):
@@ -136,7 +210,12 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self._block: Optional[str] = None
         self._block_ready = threading.Event()
         self._background: Dict[str, str] = {}  # last queued recall: query and text
-        self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()
+        # Writes not yet acknowledged, oldest first (op, args); the head is the one being sent.
+        self._pending: "collections.deque[tuple]" = collections.deque()
+        self._pending_changed = threading.Condition()
+        self._sending: Optional[tuple] = None
+        self._stopping = False
+        self.dropped = 0  # writes dropped because the queue was full
         self._worker: Optional[threading.Thread] = None
 
     @property
@@ -213,42 +292,84 @@ class SoulgraphMemoryProvider(MemoryProvider):
 
     # ------------------------------------------------------------------ writes
     def _submit(self, op: str, args: Dict[str, Any]) -> None:
-        if self.client is not None and self.writes:
-            self._queue.put((op, args))
+        if self.client is None or not self.writes:
+            return
+        with self._pending_changed:
+            if len(self._pending) >= MAX_PENDING:
+                # The oldest that is not being sent right now: the agent never waits on us.
+                at = 1 if self._sending is not None and self._pending[0] is self._sending else 0
+                old_op, old_args = self._pending[at]
+                del self._pending[at]
+                self.dropped += 1
+                logger.warning("soulgraph: write queue full (%d writes the memory service has not acknowledged): "
+                               "dropped the oldest, %s %s", MAX_PENDING, old_op, _describe(old_op, old_args))
+            self._pending.append((op, args))
+            self._pending_changed.notify_all()
 
     def _drain(self) -> None:
+        """Send the queue's head until the service acknowledges it, then the next."""
+        pause = RETRY_PAUSE[0]
         while True:
-            item = self._queue.get()
-            try:
-                if item is None:
+            with self._pending_changed:
+                while not self._pending and not self._stopping:
+                    self._pending_changed.wait()
+                if self._stopping:
                     return
-                op, args = item
-                try:
-                    self.client.call(op, args, timeout=DEADLINES["write"])
-                except Exception as exc:
-                    logger.warning("soulgraph: %s not written: %s", op, exc)
-            finally:
-                self._queue.task_done()
+                item = self._sending = self._pending[0]
+            op, args = item
+            done = True
+            try:
+                self.client.call(op, args, timeout=DEADLINES["write"], start_timeout=DEADLINES["start"])
+            except ServiceRefused as exc:
+                done = not exc.retry
+                logger.warning("soulgraph: %s %s %s: %s", op, _describe(op, args),
+                               "not written yet, will retry" if exc.retry else "refused, not written", exc)
+            except ServiceGone as exc:
+                # Dead or stuck: a fresh service gets the write again; if the old one stored
+                # it before it went, the id makes the new one acknowledge it without a copy.
+                done = False
+                logger.warning("soulgraph: %s %s not acknowledged, will retry: %s", op, _describe(op, args), exc)
+                self.client.restart()
+            except Exception as exc:  # never the end of the writer thread
+                logger.warning("soulgraph: %s %s not written: %s", op, _describe(op, args), exc)
+            with self._pending_changed:
+                self._sending = None
+                if done and self._pending and self._pending[0] is item:
+                    self._pending.popleft()
+                self._pending_changed.notify_all()
+                if done:
+                    pause = RETRY_PAUSE[0]
+                    continue
+                self._pending_changed.wait(pause)  # woken early by shutdown
+            pause = min(pause * 2, RETRY_PAUSE[1])
+
+    def pending(self) -> int:
+        """Writes the service has not acknowledged yet."""
+        with self._pending_changed:
+            return len(self._pending)
 
     def flush(self, timeout: float = DEADLINES["flush"]) -> bool:
-        """Wait (at most `timeout` s) until every queued write is done."""
+        """Wait (at most `timeout` s) until the service has acknowledged every queued write."""
         deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.01)
+        with self._pending_changed:
+            while self._pending or self._sending is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._pending_changed.wait(min(left, 0.5))
         return True
 
     def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
                   messages: Optional[List[Dict[str, Any]]] = None) -> None:
         self._submit("sync_turn", {"user": user_content or "", "assistant": assistant_content or "",
                                    "session_id": session_id or self.session_id, "platform": self.platform,
-                                   "user_id": self.user_id, "messages": _plain(messages or [])})
+                                   "user_id": self.user_id, "messages": _plain(messages or []) or [],
+                                   "turn_id": uuid.uuid4().hex})
 
     def on_memory_write(self, action: str, target: str, content: str,
                         metadata: Optional[Dict[str, Any]] = None) -> None:
         self._submit("memory_write", {"action": action, "target": target, "content": content or "",
-                                      "metadata": _plain(metadata or {})})
+                                      "metadata": _plain(metadata or {}) or {}, "write_id": uuid.uuid4().hex})
 
     def _consolidate(self, session_id: str, messages: Optional[List[Dict[str, Any]]] = None) -> str:
         if self.client is None or not self.writes:
@@ -296,8 +417,21 @@ class SoulgraphMemoryProvider(MemoryProvider):
         if self.client is None:
             return
         self.flush()
-        self._queue.put(None)
+        with self._pending_changed:
+            self._stopping = True
+            left = len(self._pending)
+            self._pending_changed.notify_all()
+        if left:
+            logger.warning("soulgraph: %d write(s) not acknowledged by the memory service at shutdown, "
+                           "not written", left)
         self.client.stop()
+
+
+def _describe(op: str, args: Dict[str, Any]) -> str:
+    """A write named for the log, without its text."""
+    if op == "sync_turn":
+        return f"(session {args.get('session_id')!r}, turn id {args.get('turn_id')})"
+    return f"({args.get('action')} {args.get('target')}, write id {args.get('write_id')})"
 
 
 def _plain(value: Any) -> Any:
