@@ -282,3 +282,29 @@ def test_a_restarted_service_recognises_a_turn_its_killed_predecessor_stored(tmp
         second.wait(10)
     assert (written["stored"], again["stored"], again["id"]) == ("now", "already", written["id"])
     assert turns_in(soul_file) == ["User: the VPN config is in vault/net\nAssistant: ok"]
+
+
+AGAIN_DRIVER = textwrap.dedent("""
+    import json, sys
+    from plugins.memory import load_memory_provider
+    provider = load_memory_provider("soulgraph")
+    provider.initialize("s1", hermes_home=sys.argv[1], platform="cli", user_id="u1")
+    provider.sync_turn("first session turn", "ok", session_id="s1")
+    provider.shutdown()
+    provider.initialize("s2", hermes_home=sys.argv[1], platform="cli", user_id="u1")
+    provider.sync_turn("second session turn", "ok", session_id="s2")
+    out = {"flushed": provider.flush(30)}
+    provider.shutdown()
+    print(json.dumps(out))
+""")
+
+
+def test_a_provider_initialized_again_after_shutdown_writes_again(hermes_home):
+    soul_file = hermes_home / "soul.json"
+    install_plugin(hermes_home, soul_file)
+    proc = subprocess.run([str(hermes_python()), "-c", AGAIN_DRIVER, str(hermes_home)], capture_output=True,
+                          text=True, timeout=120, env=hermes_client.hermes_env(hermes_home))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"flushed": True}
+    assert sorted(turns_in(soul_file)) == ["User: first session turn\nAssistant: ok",
+                                           "User: second session turn\nAssistant: ok"]

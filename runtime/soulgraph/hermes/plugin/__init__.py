@@ -215,6 +215,7 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self._pending_changed = threading.Condition()
         self._sending: Optional[tuple] = None
         self._stopping = False
+        self._generation = 0
         self.dropped = 0  # writes dropped because the queue was full
         self._worker: Optional[threading.Thread] = None
 
@@ -238,7 +239,13 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self.client = ServiceClient(self.settings["python"], self.settings["soul_file"],
                                     logs / "soulgraph-memory.log" if logs.is_dir() else None)
         threading.Thread(target=self._build_block, name="soulgraph-snapshot", daemon=True).start()
-        self._worker = threading.Thread(target=self._drain, name="soulgraph-writes", daemon=True)
+        with self._pending_changed:
+            # A provider initialized again (after a shutdown) gets one writer of its own; an old
+            # one still finishing a call sees the generation change and ends.
+            self._stopping = False
+            self._generation += 1
+        self._worker = threading.Thread(target=self._drain, args=(self._generation,), name="soulgraph-writes",
+                                        daemon=True)
         self._worker.start()
 
     def _build_block(self) -> None:
@@ -306,14 +313,14 @@ class SoulgraphMemoryProvider(MemoryProvider):
             self._pending.append((op, args))
             self._pending_changed.notify_all()
 
-    def _drain(self) -> None:
+    def _drain(self, generation: int) -> None:
         """Send the queue's head until the service acknowledges it, then the next."""
         pause = RETRY_PAUSE[0]
         while True:
             with self._pending_changed:
-                while not self._pending and not self._stopping:
+                while not self._pending and not self._stopping and generation == self._generation:
                     self._pending_changed.wait()
-                if self._stopping:
+                if self._stopping or generation != self._generation:
                     return
                 item = self._sending = self._pending[0]
             op, args = item
