@@ -116,7 +116,9 @@ def _lone_surrogate(value: Any, where: str) -> str | None:
     while stack:
         item, at = stack.pop()
         if isinstance(item, str):
-            if any("\ud800" <= c <= "\udfff" for c in item):
+            try:
+                item.encode("utf-8")  # in C: a long tool result is checked in microseconds
+            except UnicodeEncodeError:
                 return at
         elif isinstance(item, dict):
             stack.extend((key, f"{at} (a key)") for key in item)
