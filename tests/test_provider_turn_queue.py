@@ -241,7 +241,8 @@ def test_the_queue_keeps_the_newest_turns_up_to_its_bound_while_the_service_is_d
     wrapper.chmod(0o755)
     install_plugin(hermes_home, soul_file, python=str(wrapper))
     proc = subprocess.run([str(hermes_python()), "-c", BOUND_DRIVER, str(hermes_home), str(allow)],
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT, env=hermes_client.hermes_env(hermes_home))
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                          env=hermes_client.hermes_env(hermes_home))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["bound"] == 1000 and out["pending"] == 1000 and out["dropped"] == 5 == out["dropped_logged"], out
@@ -260,7 +261,8 @@ def test_a_restarted_service_recognises_a_turn_its_killed_predecessor_stored(tmp
 
     def start():
         return subprocess.Popen([sys.executable, "-m", "soulgraph.hermes.memory_service", "--soul-file",
-                                 str(soul_file), "--no-embed"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                 str(soul_file), "--no-embed"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True)
 
     def ask(service, args):
         service.stdin.write(json.dumps({"id": 1, "op": "sync_turn", "args": args}) + "\n")

@@ -10,18 +10,21 @@ it over stdin/stdout, one JSON object per line each way:
     {"id": 7, "ok": true, "result": {"text": "...", "ids": ["n12", ...]}}
     {"id": 8, "ok": false, "error": "unknown op 'recal' (known: ...)", "retry": false}
 
-Requests are answered in order. Every line gets an answer and none ends the process: a request
-that is not JSON, not an object, names no known op, or whose args are missing, unknown or of
-the wrong type is answered with an error naming the problem (id null when its id cannot be
-read) and logged on stderr, one line each. `retry` says whether sending the same request again
-may succeed (the store was busy or failed) or never will (the request itself is wrong).
+Requests are answered in order. Every line but a blank one gets an answer, and none ends the
+process: a request that is not JSON, not an object, names no known op, or whose args are
+missing, unknown or of the wrong type is answered with an error naming the problem (id null
+when its id cannot be read) and logged on stderr, one line each. `retry` says whether sending
+the same request again may succeed (the store was busy or failed) or never will (the request
+itself is wrong).
 
 Writes are idempotent by the id their sender gives them (`turn_id` for `sync_turn`, `write_id`
 for `memory_write`): the id is kept in the written memory's metadata, in the soul file, so a
 service started after a crash still knows what it stored, and a request sent again after a
-lost answer is acknowledged with the memory already there instead of writing it twice. The graph lives here, in one `SoulFile` shared with the MCP
-server under the store's lock (either one sees the other's writes before answering). Every
-write goes through `memory.write.remember`, so the scanner applies as for any other write.
+lost answer is acknowledged with the memory already there instead of writing it twice.
+
+The graph lives here, in one `SoulFile` shared with the MCP server under the store's lock
+(either one sees the other's writes before answering). Every write goes through
+`memory.write.remember`, so the scanner applies as for any other write.
 
 Ops: `hello`, `snapshot`, `recall`, `sync_turn`, `consolidate`, `memory_write`, `status`.
 """
@@ -401,7 +404,7 @@ def serve(service: MemoryService, reader: TextIO, writer: TextIO) -> None:
             while line and not line.endswith("\n"):  # the rest of it, unread, in bounded pieces
                 line = reader.readline(MAX_LINE_CHARS)
             response = service.refuse(None, f"a request line longer than {MAX_LINE_CHARS:,} characters", "")
-        elif not line.strip():
+        elif not line.strip(" \t\r\n"):  # blank as JSON sees it: "\x1c" alone is an answered non-JSON line
             continue
         else:
             try:
