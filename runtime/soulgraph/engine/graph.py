@@ -935,6 +935,14 @@ class SoulGraph:
         for child in self.children[node_id]:
             self._keep(child)
         self._keep(node_id)
+        # Hypotheses built on it lose it as a parent too: a branch naming a node that is gone
+        # is a file no process can load.
+        built_on = [h for h, parents in self.branch_parents.items() if node_id in parents]
+        if built_on:
+            self._keep_branch()
+            for hypothesis in built_on:
+                self.branch_parents[hypothesis].discard(node_id)
+            self.branch_dirty = True
         self._put([(node_id, None)])
         return node
 
@@ -966,6 +974,9 @@ class SoulGraph:
                         self.children[parent].discard(node_id)
                     for child in self.children.pop(node_id, ()):
                         self.parents[child].discard(node_id)
+                        # A node's record carries its parents: the child changed too, and a
+                        # snapshot that reused its old line would name a node that is gone.
+                        self.dirty.add(child)
                     self.dirty.add(node_id)
                     cooler = True
                 continue

@@ -15,6 +15,12 @@ from pathlib import Path
 TEMP_SUFFIX = ".tmp"
 
 
+class FolderSyncError(OSError):
+    """The new file is in place (the rename happened), but the folder could not be synced,
+    so the rename may not survive a power cut. Unlike any other failure here, the file now
+    holds the new data: a caller must not report the write as not made."""
+
+
 def temp_prefix(path: Path) -> str:
     return f".{path.name}."
 
@@ -57,7 +63,10 @@ def write_atomically(path: Path, data: bytes, *, mode: int | None = None, defaul
             os.close(fd)
         Path(temp).unlink(missing_ok=True)
         raise
-    fsync_folder(path.parent)
+    try:
+        fsync_folder(path.parent)
+    except OSError as exc:
+        raise FolderSyncError(exc.errno, exc.strerror, str(path.parent)) from None
 
 
 def sweep_temp_files(path: Path) -> None:

@@ -6,11 +6,12 @@ continues the snapshot whose `seq` is S. Every later line is one acknowledged ch
 `{"seq": S+1, "nodes": [...], "next_id": n, "branch": [...]?}` (see
 `SoulGraph.pending`), numbered without gaps.
 
-Reading stops at the first line that is incomplete (no newline yet) or fails its
-checksum. If nothing valid follows, that is a torn tail: a writer died while appending,
-so the record was never acknowledged; it is counted and ignored, and the next writer cuts
-it off before appending. A bad line followed by a valid one is damage in the middle of
-acknowledged history: the journal is refused.
+Reading stops at the first line that is incomplete or fails its checksum. An incomplete
+last line (no newline) is a torn tail: a writer died while appending, so the record was
+never acknowledged; it is counted and ignored, and the next writer cuts it off before
+appending. A complete line that does not verify is damage, wherever it is: a record is
+written in one go ending with its newline, so a whole line with a bad checksum was once
+sound (and may have been acknowledged); the journal is refused, never cut.
 """
 
 from __future__ import annotations
@@ -63,12 +64,18 @@ class Scan:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     consumed: int = 0  # bytes up to the end of the last sound line
-    torn_tail_bytes: int = 0  # bytes after it that are not (yet) a sound record
-    damaged_at: int | None = None  # offset of a bad line followed by a sound one
+    torn_tail_bytes: int = 0  # bytes after it with no newline: a record not (yet) whole
+    damaged_at: int | None = None  # offset of a complete line that does not verify
+
+    def damage(self, offset: int = 0) -> str:
+        """The problem, in the words an error gives it."""
+        return (f"damaged record at byte {offset + (self.damaged_at or 0)} (a complete line whose checksum "
+                "or JSON does not verify)")
 
 
 def scan(data: bytes, start: int = 0) -> Scan:
-    """Sound records in `data[start:]`, stopping at the first unsound line."""
+    """Sound records in `data[start:]`, stopping at the first complete line that is not
+    sound (damage) or at an incomplete last line (a torn tail)."""
     result = Scan(consumed=start)
     position = start
     while True:
@@ -77,24 +84,13 @@ def scan(data: bytes, start: int = 0) -> Scan:
             break
         record = decode_line(data[position:end])
         if record is None:
-            if _any_sound_line_after(data, end + 1):
-                result.damaged_at = position
+            result.damaged_at = position
             break
         result.records.append(record)
         position = end + 1
         result.consumed = position
-    result.torn_tail_bytes = len(data) - result.consumed
+    result.torn_tail_bytes = 0 if result.damaged_at is not None else len(data) - result.consumed
     return result
-
-
-def _any_sound_line_after(data: bytes, position: int) -> bool:
-    while True:
-        end = data.find(b"\n", position)
-        if end < 0:
-            return False
-        if decode_line(data[position:end]) is not None:
-            return True
-        position = end + 1
 
 
 def parse_header(record: dict[str, Any], path: Path) -> int:

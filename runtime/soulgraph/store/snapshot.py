@@ -42,14 +42,14 @@ class SnapshotError(ValueError):
 
 def encode(graph: SoulGraph, seq: int, saved_at: float, encoded_nodes: dict[str, str]) -> bytes:
     """The snapshot's bytes. `encoded_nodes` caches each node's JSON between snapshots:
-    only the nodes changed since the last one (`graph.dirty`) are encoded again."""
+    only the nodes changed since the last one (`graph.dirty`) are encoded again. The dirty
+    marks stay: only the writer knows when the bytes are safely in the file (SoulFile clears
+    them then; cleared before, a failed write would let the next snapshot reuse old lines)."""
     for node_id in graph.dirty:
         if node_id in graph.nodes:
             encoded_nodes[node_id] = encode_node(graph, node_id)
         else:
             encoded_nodes.pop(node_id, None)
-    graph.dirty.clear()
-    graph.branch_dirty = False
     if len(encoded_nodes) != len(graph.nodes):  # first snapshot after a load: encode the rest
         for node_id in graph.nodes.keys() - encoded_nodes.keys():
             encoded_nodes[node_id] = encode_node(graph, node_id)

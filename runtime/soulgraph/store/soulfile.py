@@ -25,6 +25,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import gc
 import json
@@ -39,7 +40,7 @@ from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, SoulGraph
 from soulgraph.engine.load import paused_gc
 from soulgraph.memory import record
 from soulgraph.store import journal, snapshot
-from soulgraph.store.atomic import sweep_temp_files, write_atomically
+from soulgraph.store.atomic import FolderSyncError, fsync_folder, sweep_temp_files, write_atomically
 from soulgraph.store.journal import JournalError
 from soulgraph.store.snapshot import FORMAT, SCHEMA, SnapshotError
 
@@ -57,12 +58,32 @@ class SoulFileError(Exception):
         self.path, self.problem = path, problem
 
 
+class ChangeKept(SoulFileError):
+    """The change is in the files and stays (in memory too), but something after it failed:
+    the message says what. Raised instead of acknowledging, never instead of refusing."""
+
+
+class ForgetIncomplete(ChangeKept):
+    """A forget is in soul.json, but a file of this store still holds the forgotten text
+    (`path`). The forget is not done until that file is gone, which the message says how
+    to do."""
+
+
+class NotSynced(ChangeKept):
+    """soul.json was replaced, but its folder could not be synced: the change is in the file
+    (every process reads it) and may not survive a power cut."""
+
+
 def default_soul_file(environ: dict[str, str] | None = None) -> Path:
     """`$HERMES_HOME/soul.json`, else `~/.hermes/soul.json`. Never an OpenClaw path."""
     env = os.environ if environ is None else environ
     home = env.get("HERMES_HOME")
     base = Path(home).expanduser() if home else Path(env.get("HOME") or Path.home()) / ".hermes"
     return base / "soul.json"
+
+
+# Opening for writing failed, but the file may still be read.
+_READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def _os_reason(exc: OSError) -> str:
@@ -115,6 +136,7 @@ class SoulFile:
         self.torn_tail_bytes = 0  # bytes after it that were not a sound record when last read
         self.compactions = 0
         self.warnings: list[str] = []
+        self._holding_lock = False  # this process holds soul.json.lock: no writer is mid-append
 
     def __del__(self) -> None:
         if self._journal_fd >= 0:
@@ -194,25 +216,23 @@ class SoulFile:
             writable = True
         except FileNotFoundError:
             return False  # none yet (a new file, schema 1): the first write starts one
-        except PermissionError:
-            try:
+        except OSError as exc:
+            if exc.errno not in _READ_ONLY_ERRNOS:
+                raise SoulFileError(self.journal_path, f"cannot be read ({_os_reason(exc)})") from None
+            try:  # a 0444 journal or a read-only file system: reading still works, writes are refused
                 fd, writable = os.open(self.journal_path, os.O_RDONLY), False
             except OSError as exc:
                 raise SoulFileError(self.journal_path, f"cannot be read ({_os_reason(exc)})") from None
-        except OSError as exc:
-            raise SoulFileError(self.journal_path, f"cannot be read ({_os_reason(exc)})") from None
         try:
             st = os.fstat(fd)
-            data = _read_all(fd, 0)
+            data, found = self._scan_journal(fd, 0)
             if not data:
                 raise JournalError(f"{self.journal_path}: empty journal (no header)")
-            found = journal.scan(data)
             if not found.records:
                 raise JournalError(f"{self.journal_path}: no sound header line")
             base = journal.parse_header(found.records[0], self.journal_path)
             if found.damaged_at is not None:
-                raise JournalError(f"{self.journal_path}: damaged record at byte {found.damaged_at} "
-                                   "with sound records after it")
+                raise JournalError(f"{self.journal_path}: {found.damage()}")
             if self._schema is None:
                 raise JournalError(f"{self.path} is missing but its journal {self.journal_path.name} is there "
                                    f"(continuing change {base}); restore soul.json or move the journal aside")
@@ -284,7 +304,7 @@ class SoulFile:
         try:
             fd = os.open(self.journal_path, os.O_RDWR)
         except OSError:
-            return False
+            return False  # a full read (which also opens a read-only journal) follows
         try:
             st = os.fstat(fd)
             first = os.pread(fd, 4096, 0)
@@ -303,18 +323,28 @@ class SoulFile:
         self._read_journal_tail()
         return True
 
+    def _scan_journal(self, fd: int, offset: int) -> tuple[bytes, journal.Scan]:
+        """The journal's bytes from `offset` and what they hold. A reader that does not hold
+        the write lock looks twice at a line that seems damaged, so a record being written
+        at that moment is never taken for damage."""
+        data = _read_all(fd, offset)
+        found = journal.scan(data)
+        if found.damaged_at is not None and not self._holding_lock:
+            time.sleep(0.02)
+            data = _read_all(fd, offset)
+            found = journal.scan(data)
+        return data, found
+
     def _read_journal_tail(self) -> None:
         try:
-            data = _read_all(self._journal_fd, self._journal_offset)
+            data, found = self._scan_journal(self._journal_fd, self._journal_offset)
         except OSError as exc:
             raise SoulFileError(self.journal_path, f"cannot be read ({_os_reason(exc)})") from None
         if not data:
             self.torn_tail_bytes = 0
             return
-        found = journal.scan(data)
         if found.damaged_at is not None:
-            raise SoulFileError(self.journal_path, f"damaged record at byte {self._journal_offset + found.damaged_at} "
-                                                "with sound records after it; left untouched")
+            raise SoulFileError(self.journal_path, f"{found.damage(self._journal_offset)}; left untouched")
         try:
             self._apply(found.records)
         except JournalError as exc:
@@ -398,7 +428,11 @@ class SoulFile:
             with contextlib.suppress(OSError):  # who holds it, for the message above
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, b"%d\n" % os.getpid(), 0)
-            yield
+            self._holding_lock = True
+            try:
+                yield
+            finally:
+                self._holding_lock = False
         finally:
             os.close(fd)  # closing releases the lock
 
@@ -412,15 +446,20 @@ class SoulFile:
         with self._mutex, self._locked():
             graph = self._current()
             graph.begin()
+            incomplete: ChangeKept | None = None
             try:
                 yield graph
                 change = graph.pending()
                 if change is not None:
                     self._make_durable(graph, change)
+            except ChangeKept as exc:
+                incomplete = exc  # soul.json holds the change: keep it in memory too
             except BaseException:
                 graph.rollback()
                 raise
             graph.end()
+            if incomplete is not None:
+                raise incomplete
             if change is not None:
                 self._compact_if_due(graph)
 
@@ -432,21 +471,56 @@ class SoulFile:
             # records, not in a backup. So the change is made durable by a whole new snapshot
             # and journal, never by a record appended after the content.
             contents = [image["content"] for image in map(graph.before_image, forgotten) if image]
-            self._snapshot_change(graph)
+            try:
+                self._snapshot_change(graph, forgotten=contents)
+            except NotSynced:
+                self._scrub_backups(contents)
+                raise
             self._scrub_backups(contents)
         elif self._can_append():
             self._append({"seq": self._seq + 1, **change})
         else:  # no journal that continues the snapshot (a new file, schema 1, an interrupted compaction)
             self._snapshot_change(graph)
 
-    def _snapshot_change(self, graph: SoulGraph) -> None:
-        """Make the open change durable as a whole new snapshot (numbered as the next change)."""
+    def _snapshot_change(self, graph: SoulGraph, *, forgotten: list[str] = ()) -> None:
+        """Make the open change durable as a whole new snapshot (numbered as the next change).
+        `forgotten`: texts a forget removed, which the old journal may hold: it must not
+        outlive the new snapshot, even when no new journal can be started."""
         self._seq += 1
         try:
-            self._compact(graph)
+            self._compact(graph, "the change was not made")
+        except NotSynced:
+            self._remove_old_journal(forgotten)
+            raise
         except BaseException:
             self._seq -= 1
             raise
+        if self._journal_base != self._snapshot_seq:
+            self._remove_old_journal(forgotten)
+
+    def _remove_old_journal(self, forgotten: list[str]) -> None:
+        """The new snapshot holds everything; a journal older than it that holds text a
+        forget removed goes. Unlinking needs no free space, so this works on a full disk."""
+        if not forgotten or self._journal_base == self._snapshot_seq:
+            return
+        try:
+            data = self.journal_path.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError:
+            data = None  # cannot tell: remove it
+        if data is not None and not any(needle in data for needle in _needles(forgotten)):
+            return
+        self._close_journal()
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.journal_path)
+            fsync_folder(self.path.parent)
+        except OSError as exc:
+            raise ForgetIncomplete(self.journal_path, f"still holds the forgotten text and cannot be removed "
+                                                      f"({_os_reason(exc)}); the memory is gone from "
+                                                      f"{self.path.name}, but the forget is not complete "
+                                                      "until this file is deleted") from None
 
     def _can_append(self) -> bool:
         return (self._schema == SCHEMA and self._journal_fd >= 0 and self._journal_writable
@@ -478,15 +552,34 @@ class SoulFile:
         except OSError as exc:
             try:  # take the record back, so no reader ever applies it
                 os.ftruncate(fd, offset)
-                os.fdatasync(fd)
             except OSError as undo_exc:
-                raise SoulFileError(self.journal_path, f"cannot write the journal ({_os_reason(exc)}), and the "
-                                                    f"partial record could not be removed ({_os_reason(undo_exc)}); "
-                                                    "the change was not made") from None
+                self._record_left_behind(fd, offset, line, record["seq"], exc, undo_exc)
+            with contextlib.suppress(OSError):
+                os.fdatasync(fd)  # readers already see it cut; a power cut may bring back an unacknowledged record
             raise SoulFileError(self.journal_path, f"cannot write the journal ({_os_reason(exc)}); "
                                                 "the change was not made") from None
         self._journal_offset = offset + len(line)
         self._seq = record["seq"]
+
+    def _record_left_behind(self, fd: int, offset: int, line: bytes, seq: int, exc: OSError,
+                            undo_exc: OSError) -> None:
+        """A failed append whose record could not be cut off again (the file system went
+        read-only or bad in between). An incomplete record is a torn tail that readers skip:
+        the change was not made. A complete one is read by every process: the change stands,
+        in memory too, but it is not known to be on the disk."""
+        try:
+            whole = os.fstat(fd).st_size >= offset + len(line) and os.pread(fd, len(line), offset) == line
+        except OSError:
+            whole = False
+        if not whole:
+            self.torn_tail_bytes = 1  # the next append cuts it off first
+            raise SoulFileError(self.journal_path, f"cannot write the journal ({_os_reason(exc)}); the change was "
+                                                f"not made (a partial record, which readers skip, could not be "
+                                                f"removed: {_os_reason(undo_exc)})") from None
+        self._journal_offset, self._seq = offset + len(line), seq
+        raise NotSynced(self.journal_path, f"cannot sync the journal ({_os_reason(exc)}) and the record could not "
+                                           f"be taken back ({_os_reason(undo_exc)}): the change is in the file and "
+                                           "may not survive a power cut") from None
 
     def _compact_if_due(self, graph: SoulGraph) -> None:
         """Fold the journal into a new soul.json once it has grown past its share. The
@@ -495,27 +588,40 @@ class SoulFile:
         if journal_bytes <= max(self.journal_min_bytes, self.journal_share * self._snapshot_size):
             return
         try:
-            self._compact(graph)
+            self._compact(graph, "the change is saved in the journal; compaction is tried again after the next change")
         except SoulFileError as exc:
             self.warnings.append(str(exc))
 
-    def _compact(self, graph: SoulGraph) -> None:
+    def _compact(self, graph: SoulGraph, consequence: str) -> None:
         """Write the whole graph as soul.json at the current seq, then an empty journal
-        after it. Caller holds the lock."""
+        after it. Caller holds the lock. `consequence`: what a failed write means for the
+        caller's change, said in the error."""
         if len(self._encoded) < len(graph.nodes) - len(graph.dirty):
             self._reuse_snapshot_lines(graph)
         data = snapshot.encode(graph, self._seq, self.clock(), self._encoded)
+        unsynced: OSError | None = None
         try:
             if self._schema is not None and self._schema < SCHEMA:
                 self._back_up_old_schema()
             sweep_temp_files(self.path)  # we hold the lock: any temp file here is from a writer that died
-            write_atomically(self.path, data, mode=0o600)
+            try:
+                write_atomically(self.path, data, mode=0o600)
+            except FolderSyncError as exc:
+                unsynced = exc  # the new snapshot is in place: carry on from it, then say so
             st = os.stat(self.path)
         except OSError as exc:
             self._encoded = {}  # the cache now runs ahead of the file: rebuild it next time
-            raise SoulFileError(self.path, f"cannot be written ({_os_reason(exc)}); the change was not made") from None
+            raise SoulFileError(self.path, f"cannot be written ({_os_reason(exc)}); {consequence}") from None
         self._schema, self._snapshot_seq, self._snapshot_sig, self._snapshot_size = SCHEMA, self._seq, _signature(st), len(data)
+        graph.dirty.clear()  # every node is now as this snapshot holds it
+        graph.branch_dirty = False
         self.compactions += 1
+        if unsynced is not None:
+            # The old journal stays: with the new snapshot it is read correctly (its records
+            # are skipped), and should the rename be lost in a power cut, the old snapshot
+            # still has it. The next write starts a new one.
+            raise NotSynced(self.path, f"was written, but its folder could not be synced ({_os_reason(unsynced)}); "
+                                       "the change is in the file and may not survive a power cut")
         # The snapshot holds everything: from here on a failure only leaves an old journal
         # the snapshot already covers, which readers skip and the next write replaces.
         try:
@@ -547,16 +653,17 @@ class SoulFile:
 
     def _scrub_backups(self, contents: list[str]) -> None:
         """Remove the backups this store wrote that hold forgotten content."""
-        needles = [json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8") for text in contents]
-        needles += [json.dumps(text)[1:-1].encode("ascii") for text in contents]
+        needles = _needles(contents)
         for backup in self.path.parent.glob(f"{self.path.name}*.bak-schema*"):
             try:
                 data = backup.read_bytes()
-                if any(needle and needle in data for needle in needles):
+                if any(needle in data for needle in needles):
                     backup.unlink()
                     self.warnings.append(f"{backup}: removed (it held a forgotten memory)")
             except OSError as exc:
-                self.warnings.append(f"{backup}: could not be checked or removed ({_os_reason(exc)})")
+                raise ForgetIncomplete(backup, f"may hold the forgotten text and could not be checked or removed "
+                                               f"({_os_reason(exc)}); the memory is gone from {self.path.name}, "
+                                               "but the forget is not complete until this file is deleted") from None
 
     def _back_up_old_schema(self) -> None:
         """Before the first rewrite in a new schema: soul.json and its journal as they were,
@@ -571,7 +678,7 @@ class SoulFile:
         with self._mutex, self._locked():
             graph = self._current()
             self._refuse_read_only()
-            self._compact(graph)
+            self._compact(graph, "nothing was changed")
 
     def save(self, graph: SoulGraph) -> None:
         """Replace the whole graph (for example with a freshly seeded one). Other processes
@@ -579,11 +686,24 @@ class SoulFile:
         with self._mutex, self._locked():
             self._refuse_read_only()
             last = self._last_seq_on_disk()
+            kept = self._graph, self._encoded, self._schema, self._seq
             graph.strength_half_life = self.strength_half_life
+            # The snapshot on disk describes the graph being replaced: none of its lines may be
+            # reused for a node that merely shares an id with one of them.
+            graph.dirty.update(graph.nodes)
             self._graph, self._encoded = graph, {}
             self._schema = self._schema if self._schema is not None else SCHEMA
             self._seq = last + 1
-            self._compact(graph)
+            try:
+                self._compact(graph, "the graph was not replaced")
+            except NotSynced:
+                raise  # the new graph is the file's now
+            except BaseException:
+                # Nothing on disk changed: what this process holds must stay what the files
+                # hold, so the graph it had comes back (keeping the new one made the next
+                # change a journal record numbered past the journal's end).
+                self._graph, self._encoded, self._schema, self._seq = kept
+                raise
 
     def _last_seq_on_disk(self) -> int:
         """The highest change number the files hold, as far as they can be read."""
@@ -601,6 +721,13 @@ class SoulFile:
                     if type(record.get("seq")) is int:
                         last = max(last, record["seq"])
         return max(last, self._seq)
+
+
+def _needles(texts: list[str]) -> list[bytes]:
+    """How each text can stand in a file of ours: JSON-escaped, as UTF-8 or as ASCII."""
+    needles = {json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8") for text in texts}
+    needles |= {json.dumps(text)[1:-1].encode("ascii") for text in texts}
+    return [needle for needle in needles if needle]
 
 
 def _read_all(fd: int, offset: int) -> bytes:
