@@ -208,16 +208,22 @@ def test_hermes_loads_the_shim_and_it_drives_the_graph(hermes_home):
     assert out["flushed"] is True
     assert "- preference: I prefer green tea." in out["pre_compress"]
     assert "I prefer green tea." in out["prefetch"] and out["prefetch"].startswith("From the soul graph")
-    assert out["backup_paths"] == []  # inside HERMES_HOME: `hermes backup` carries it already
+    # For `hermes backup`: one consistent copy made by the store, not the live pair of files.
+    copy = hermes_home / "soul-hermes-backup.json"
+    assert out["backup_paths"] == [str(copy)]
     graph = SoulFile(soul_file).graph()
     sources = sorted(n.source for n in graph.nodes.values())
     assert "hermes:sync_turn" in sources and "hermes:memory_tool:memory" in sources
+    assert not copy.with_name(copy.name + ".journal").exists()
+    assert sorted(n.content for n in SoulFile(copy).graph().nodes.values()) == \
+        sorted(n.content for n in graph.nodes.values())
     # A second session's frozen block shows what the first one taught.
     assert "I prefer green tea." in drive(hermes_home)["block"]
 
 
-def test_backup_paths_name_a_soul_file_outside_the_hermes_home_only(hermes_home, tmp_path):
-    """Hermes asks without initialize() and without network: the plugin answers from its settings."""
+def test_backup_paths_name_the_live_files_outside_the_home_when_no_copy_can_be_made(hermes_home, tmp_path):
+    """Hermes asks without initialize() and without network: the plugin answers from its settings.
+    Here the soul file does not exist yet, so `store backup` refuses and the live names stand."""
     elsewhere = tmp_path / "data" / "soul.json"
     install_plugin(hermes_home, elsewhere)
     python = hermes_client.ensure_hermes_venv().parent / "python"

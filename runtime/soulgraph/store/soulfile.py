@@ -654,7 +654,13 @@ class SoulFile:
     def _scrub_backups(self, contents: list[str]) -> None:
         """Remove the backups this store wrote that hold forgotten content."""
         needles = _needles(contents)
-        for backup in self.path.parent.glob(f"{self.path.name}*.bak-schema*"):
+        stem = self.path.name.removesuffix(".json")
+        # This store's own copies beside the soul: schema backups, the soul a restore replaced
+        # (store/backup.py), the copy made for `hermes backup` (the provider's backup_paths).
+        kept_copies = [*self.path.parent.glob(f"{self.path.name}*.bak-schema*"),
+                       *self.path.parent.glob(f"{stem}-before-restore-*.json"),
+                       *self.path.parent.glob(f"{stem}-hermes-backup.json")]
+        for backup in kept_copies:
             try:
                 data = backup.read_bytes()
                 if any(needle in data for needle in needles):

@@ -37,7 +37,8 @@ SETTINGS = Path(__file__).with_name("settings.json")
 # recall made in the background after the last turn is used instead; snapshot: the frozen
 # block at session start; write: one queued write; flush: draining the queue at a session
 # boundary; start: the child's first answer (it reads the soul file first).
-DEADLINES = {"prefetch": 0.25, "snapshot": 5.0, "write": 10.0, "flush": 5.0, "start": 10.0, "stop": 3.0}
+DEADLINES = {"prefetch": 0.25, "snapshot": 5.0, "write": 10.0, "flush": 5.0, "start": 10.0, "stop": 3.0,
+             "backup": 120.0}
 # Writes kept until the service acknowledges them. A turn is a few kB, so the bound is a few MB
 # at most; it is reached only when the service cannot be started for a long while.
 MAX_PENDING = 1000
@@ -407,13 +408,28 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self.session_id = new_session_id or self.session_id
 
     def backup_paths(self) -> List[str]:
-        """The soul file and its journal when they live outside HERMES_HOME (what is inside
-        it, `hermes backup` carries already)."""
-        soul = self.settings.get("soul_file")
+        """A consistent copy of the soul file, made now by the store, for `hermes backup`.
+
+        Hermes copies what it archives one file at a time, without the store's lock: a
+        compaction between its copy of soul.json and of the journal leaves a pair that does
+        not load (docs/backup.md). `store backup` writes the whole graph as one checked file
+        instead; `store restore` installs it. If no copy can be made, the live files outside
+        the home are named, as before (those inside it Hermes' walk carries already)."""
+        soul, python = self.settings.get("soul_file"), self.settings.get("python")
         if not soul:
             return []
-        home = Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes").resolve()
         path = Path(soul).expanduser()
+        copy = path.with_name(path.name.removesuffix(".json") + "-hermes-backup.json")
+        try:
+            done = subprocess.run([python, "-m", "soulgraph.store", "backup", str(path), str(copy), "--force"],
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=DEADLINES["backup"])
+            if done.returncode == 0:
+                return [str(copy)]
+            logger.warning("soulgraph: no consistent copy for hermes backup: %s", done.stderr.strip())
+        except (OSError, TypeError, subprocess.TimeoutExpired) as exc:
+            logger.warning("soulgraph: no consistent copy for hermes backup: %s", exc)
+        home = Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes").resolve()
         try:
             path.resolve().relative_to(home)
             return []
