@@ -1,13 +1,16 @@
 """soul.json under stress: writers killed with SIGKILL, and two servers sharing one file.
 
-    .venv/bin/python bench/bench_store.py crash [--kills 1000] [--nodes 10000]
+    .venv/bin/python bench/bench_store.py crash [--kills 1000] [--nodes 10000] [--faults 0.2]
     .venv/bin/python bench/bench_store.py share [--ops 2000] [--nodes 10000] [--modes sequential,concurrent]
+    .venv/bin/python bench/bench_store.py write [--nodes 100000] [--writes 300] [--rounds 3] [--base 04df4cc]
 
 crash: a writer child is forked, writes linked memories (some also linking, pinning or
 splaying an older node) and is killed with SIGKILL at a random moment, over and over on the
 same file; after each kill the file is loaded fresh and held against every acknowledged
 write (tests/crash_harness.py). Journal settings make compaction frequent, and a quarter
-of the writers compact on every write, so kills land mid-compaction too.
+of the writers compact on every write, so kills land mid-compaction too. With --faults, that
+share of write attempts also meets an injected I/O failure (ENOSPC, EIO, EROFS) at a random
+write, fsync, rename or unlink of the store (tests/faulty_io.py): refused, then tried again.
 
 share: two MCP servers (`python -m soulgraph.mcp`, driven by the SDK's stdio client) on one
 file (tests/share_harness.py), 70% writes, in two modes:
@@ -20,13 +23,23 @@ file (tests/share_harness.py), 70% writes, in two modes:
 Baselines, in the same invocation: each mode against one server alone (the concurrent one
 with both drivers on that one server), so the table shows what sharing costs.
 
+write: a durable write's cost in-process, as a server pays it: one soul file of --nodes
+memories, loaded by a fresh process, then --writes changes (a memory built on an older one),
+each timed from `soul.change()` opening to its record fdatasynced. This tree and --base (a
+temporary git worktree) take turns in --rounds pairs of processes on copies of the same file,
+so the ratio compares them under the same load.
+
 Everything runs against local processes, and every wait has a timeout.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,38 +68,112 @@ def print_problems(problems: list[str]) -> None:
 def crash(args: argparse.Namespace) -> int:
     config = CrashConfig(nodes=args.nodes, kills=args.kills, seed=args.seed, journal_share=args.journal_share,
                          journal_min_bytes=args.journal_min_bytes, compact_every_write=args.compact_every_write,
-                         writes_per_kill=args.writes_per_kill, check_every=args.check_every)
+                         writes_per_kill=args.writes_per_kill, check_every=args.check_every,
+                         fault_share=args.faults)
     print(store_line())
     print(f"{config.nodes} prepared nodes; journal_share {config.journal_share}, journal_min_bytes "
           f"{config.journal_min_bytes}; {config.compact_every_write:.0%} of writers compact every write; "
-          f"~{config.writes_per_kill:g} writes per kill; check every {config.check_every or 'never'}\n")
+          f"~{config.writes_per_kill:g} writes per kill; check every {config.check_every or 'never'}; "
+          f"I/O faults injected into {config.fault_share:.0%} of write attempts\n")
     started = time.monotonic()
     last_print = [started]
 
     def progress(report: CrashReport) -> None:
         if args.progress and time.monotonic() - last_print[0] > args.progress:
             last_print[0] = time.monotonic()
-            print(f"  ... {report.kills} kills, {report.writes} writes, lost {report.lost}, "
+            print(f"  ... {report.kills} kills, {report.writes} writes, {report.refused} refused, lost {report.lost}, "
                   f"half-applied {report.half_applied}, {report.seconds:.0f} s", flush=True)
 
     with tempfile.TemporaryDirectory(prefix="soulbench-crash-") as work:
         report = run_crash(Path(work) / "soul.json", config, progress)
-    header = (f"{'nodes':>6} | {'kills':>5} | {'writes':>6} {'unacked':>7} | {'lost':>4} {'half':>4} {'unread':>6} | "
+    header = (f"{'nodes':>6} | {'kills':>5} | {'writes':>6} {'unacked':>7} {'refused':>7} | {'lost':>4} {'half':>4} {'unread':>6} | "
               f"{'compactions':>11} {'mid':>4} {'after':>5} | {'checks':>6} {'failed':>6} {'torn':>4} | "
               f"{'seconds':>7} {'s/kill':>6}")
     print(header)
     print("-" * len(header))
-    print(f"{report.nodes:>6} | {report.kills:>5} | {report.writes:>6} {report.landed_unacked:>7} | "
+    print(f"{report.nodes:>6} | {report.kills:>5} | {report.writes:>6} {report.landed_unacked:>7} {report.refused:>7} | "
           f"{report.lost:>4} {report.half_applied:>4} {report.unreadable:>6} | "
           f"{report.compactions:>11} {report.kills_mid_compaction:>4} {report.kills_after_compaction:>5} | "
           f"{report.checks:>6} {report.check_failures:>6} {report.torn_tails:>4} | "
           f"{report.seconds:>7.1f} {report.seconds / max(1, report.kills + report.child_errors):>6.2f}")
     print("\nwrites: acknowledged; unacked: durable but killed before the ack (allowed, at most one per kill);"
+          "\nrefused: write attempts an injected I/O failure refused (each tried again with the same content);"
           "\nlost / half: acknowledged facts missing / the write in flight partly there; unread: loads that failed;"
           "\ncompactions: soul.json replaced (inode changed); mid: kills that left a rewrite's temp file;"
           "\nafter: kills of a writer that had replaced soul.json; torn: checks reporting a torn journal tail.")
     print_problems(report.problems)
     return 0 if report.ok else 1
+
+
+# ---------------------------------------------------------------------------- write
+# Run in a child with PYTHONPATH set to one tree's runtime: that tree's store does the writes.
+WRITE_TIMER = r"""
+import json, random, sys, time
+from soulgraph.store import SoulFile
+path, writes = sys.argv[1], int(sys.argv[2])
+soul = SoulFile(path)
+started = time.perf_counter()
+graph = soul.graph()
+load = time.perf_counter() - started
+ids, rng, times = list(graph.nodes), random.Random(3), []
+for i in range(writes):
+    parent = rng.choice(ids)
+    started = time.perf_counter()
+    with soul.change() as graph:
+        graph.add(f"durable write {i}: a memory built on an older one", ["bench"], parents=[parent])
+    times.append(time.perf_counter() - started)
+print(json.dumps({"load": load, "times": times, "compactions": soul.compactions}))
+"""
+
+
+def timed_writes(runtime: Path, soul_file: Path, writes: int, timeout: float) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(runtime)}
+    proc = subprocess.run([sys.executable, "-c", WRITE_TIMER, str(soul_file), str(writes)], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode:
+        raise RuntimeError(f"the writer under {runtime} failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def write(args: argparse.Namespace) -> int:
+    import synthetic  # bench/ is on the path (this script's folder)
+    from bench_rss import worktree  # a temporary checkout of a revision
+
+    print(store_line())
+    print(load_line())
+    trees = {"this tree": ROOT / "runtime"}
+    with tempfile.TemporaryDirectory(prefix="soulbench-write-") as work, worktree(args.base) as base_tree:
+        trees[args.base[:12]] = base_tree / "runtime"
+        source = Path(work) / "source.json"
+        started = time.monotonic()
+        from soulgraph.store import SoulFile
+        SoulFile(source).save(synthetic.build(args.nodes, seed=1))
+        print(f"{args.nodes} memories, {source.stat().st_size / 1e6:.1f} MB, built in {time.monotonic() - started:.1f} s; "
+              f"{args.writes} writes per process, {args.rounds} rounds, the two trees taking turns\n")
+        samples: dict[str, list[float]] = {name: [] for name in trees}
+        loads: dict[str, list[float]] = {name: [] for name in trees}
+        for round_ in range(args.rounds):
+            for name in (list(trees) if round_ % 2 == 0 else list(reversed(trees))):
+                copy = Path(work) / f"round{round_}-{name.replace(' ', '-')}" / "soul.json"
+                copy.parent.mkdir()
+                shutil.copy2(source, copy)
+                result = timed_writes(trees[name], copy, args.writes, args.timeout)
+                samples[name].extend(result["times"])
+                loads[name].append(result["load"])
+                shutil.rmtree(copy.parent)
+    header = f"{'tree':<12} | {'writes':>6} | {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} | {'x base p50':>10} | {'load s':>6}"
+    print(header)
+    print("-" * len(header))
+    base_p50 = statistics.median(samples[args.base[:12]])
+    for name, times in samples.items():
+        ordered = sorted(times)
+        p50 = statistics.median(ordered)
+        p90, p99 = ordered[int(0.9 * (len(ordered) - 1))], ordered[int(0.99 * (len(ordered) - 1))]
+        print(f"{name:<12} | {len(times):>6} | {p50 * 1e3:>7.2f} {p90 * 1e3:>7.2f} {p99 * 1e3:>7.2f} | "
+              f"{p50 / base_p50:>10.2f} | {statistics.median(loads[name]):>6.2f}")
+    print("\np50/p90/p99: one durable change (soul.change() to its journal record fdatasynced), all rounds together;"
+          "\nx base p50: this row's p50 over the base revision's; load s: the fresh process's first full read.")
+    return 0
 
 
 # ---------------------------------------------------------------------------- share
@@ -190,6 +277,8 @@ def main() -> int:
     c.add_argument("--check-every", type=int, default=10,
                    help="run `python -m soulgraph.store check` after every n-th kill (0: never)")
     c.add_argument("--progress", type=float, default=30.0, help="print progress every so many seconds (0: never)")
+    c.add_argument("--faults", type=float, default=0.0,
+                   help="share of write attempts that meet an injected I/O failure (ENOSPC, EIO, EROFS)")
     s = commands.add_parser("share", help="two MCP servers on one file, against one server alone")
     s.add_argument("--ops", type=int, default=2000, help="workload calls per row (all drivers together)")
     s.add_argument("--seconds", type=float, default=600.0, help="stop a row after this long even if --ops is not done")
@@ -202,8 +291,14 @@ def main() -> int:
                         "then read its node at once")
     s.add_argument("--modes", default="sequential,concurrent",
                    help="which rows: sequential (one call at a time), concurrent (two drivers at once), or both")
+    w = commands.add_parser("write", help="a durable write's p50 in-process, this tree against a base revision")
+    w.add_argument("--nodes", type=int, default=100_000)
+    w.add_argument("--writes", type=int, default=300)
+    w.add_argument("--rounds", type=int, default=3)
+    w.add_argument("--base", default="04df4cc", help="the revision to compare with (default 04df4cc)")
+    w.add_argument("--timeout", type=float, default=600.0, help="seconds one writer process may take")
     args = parser.parse_args()
-    return crash(args) if args.command == "crash" else share(args)
+    return {"crash": crash, "share": share, "write": write}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,18 @@ checks it against a model of everything acknowledged:
 
 What a write will do is a pure function of (seed, run, i, nodes known before it), so the
 parent knows what the unacknowledged write in flight would have changed.
+
+With `fault_share`, the child also runs the store over the fault-injecting file layer
+(tests/faulty_io.py) and arms an I/O failure (ENOSPC, EIO or EROFS; once, or from then on) at a
+random write, fsync, rename or unlink of that share of its writes. A refused write is said on
+the pipe and tried again with the same content, so one that was refused but landed anyway
+shows up as a node written twice (half-applied).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import importlib.util
 import inspect
 import json
@@ -38,7 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from soulgraph.engine.graph import SoulGraph
-from soulgraph.store import SoulFile, SoulFileError
+from soulgraph.store import ChangeKept, SoulFile, SoulFileError
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 if str(BENCH) not in sys.path:
@@ -129,8 +136,25 @@ def plan(seed: int, run: int, i: int, prepared_nodes: int, pool: Sequence[str]) 
 
 
 def _writer(path: str, options: dict[str, Any], run: int, seed: int, prepared_nodes: int, pool: list[str],
-            previous: str, ack_fd: int, max_writes: int, max_seconds: float) -> None:
+            previous: str, ack_fd: int, max_writes: int, max_seconds: float, fault_share: float = 0.0) -> None:
     """The child: open the file as a server would, then write until killed (bounded anyway)."""
+    if fault_share:
+        from tests import faulty_io
+
+        faults = faulty_io.FaultPlan(random.Random(f"faults:{seed}:{run}"))
+        with faulty_io.installed(faults):
+            _write_loop(path, options, run, seed, prepared_nodes, pool, previous, ack_fd, max_writes, max_seconds,
+                        fault_share, faults)
+    else:
+        _write_loop(path, options, run, seed, prepared_nodes, pool, previous, ack_fd, max_writes, max_seconds)
+
+
+IO_FAULTS = (errno.ENOSPC, errno.EIO, errno.EROFS)
+
+
+def _write_loop(path: str, options: dict[str, Any], run: int, seed: int, prepared_nodes: int, pool: list[str],
+                previous: str, ack_fd: int, max_writes: int, max_seconds: float, fault_share: float = 0.0,
+                faults: Any = None) -> None:
     soul = open_soul(path, **options)
     soul.graph()
     os.write(ack_fd, b'{"ready": true}\n')
@@ -140,14 +164,30 @@ def _writer(path: str, options: dict[str, Any], run: int, seed: int, prepared_no
             break
         kind, target = plan(seed, run, i, prepared_nodes, pool)
         content = f"crash-{run}-{i}"
-        with soul.change() as graph:
-            node = graph.add(content, [CRASH_TAG], parents=[previous])
-            if kind == "link":
-                graph.link(target, node.id)
-            elif kind == "pin":
-                graph.pin(target)
-            elif kind == "splay":
-                graph.splay(target)
+        for attempt in range(4):
+            armed = faults is not None and attempt < 3 and faults.rng.random() < fault_share
+            if armed:
+                faults.fail_at(faults.rng.randrange(12), faults.rng.choice(IO_FAULTS), sticky=faults.rng.random() < 0.3)
+            try:
+                with soul.change() as graph:
+                    node = graph.add(content, [CRASH_TAG], parents=[previous])
+                    if kind == "link":
+                        graph.link(target, node.id)
+                    elif kind == "pin":
+                        graph.pin(target)
+                    elif kind == "splay":
+                        graph.splay(target)
+                break
+            except ChangeKept:
+                break  # in the file, though something after it failed: it stands
+            except SoulFileError as exc:
+                if not armed or faults.fired is None:
+                    raise
+                refused = {"refused": i, "fault": faults.fired, "error": str(exc)[-160:]}
+                os.write(ack_fd, json.dumps(refused).encode() + b"\n")
+            finally:
+                if faults is not None:
+                    faults.disarm()
         # The block has exited: the change is durable. Only now may anyone be told.
         ack = {"i": i, "id": node.id, "content": content, "parents": [previous], "op": kind, "target": target}
         os.write(ack_fd, json.dumps(ack).encode() + b"\n")  # one write(2) of < PIPE_BUF: never torn
@@ -176,6 +216,8 @@ class CrashConfig:
     child_timeout: float = 60.0
     check_timeout: float = 120.0
     max_writes_per_run: int = 10_000
+    # Share of write attempts with an I/O failure injected into the store (0: none).
+    fault_share: float = 0.0
 
 
 @dataclasses.dataclass
@@ -191,6 +233,7 @@ class CrashReport:
     compactions: int = 0  # inode changes of soul.json seen by the parent
     kills_mid_compaction: int = 0  # a rewrite's temp file was left behind
     kills_after_compaction: int = 0  # soul.json was replaced while this child ran
+    refused: int = 0  # writes refused by an injected I/O failure (then tried again)
     checks: int = 0
     check_failures: int = 0
     torn_tails: int = 0  # checks that reported torn_tail_bytes > 0
@@ -281,7 +324,11 @@ class _AckReader:
 
     @property
     def acks(self) -> list[dict[str, Any]]:
-        return [line for line in self.lines if "ready" not in line]
+        return [line for line in self.lines if "id" in line]
+
+    @property
+    def refusals(self) -> list[dict[str, Any]]:
+        return [line for line in self.lines if "refused" in line]
 
 
 def run_check(path: Path, timeout: float) -> dict[str, Any]:
@@ -316,7 +363,7 @@ def run_crash(path: Path, config: CrashConfig, progress: Callable[[CrashReport],
         child = context.Process(
             target=_writer, daemon=True,
             args=(str(path), options, run, config.seed, prepared.nodes, list(model.order), model.previous,
-                  write_fd, config.max_writes_per_run, config.child_timeout))
+                  write_fd, config.max_writes_per_run, config.child_timeout, config.fault_share))
         last_inode, temps_before = inode(path), set(temp_files(path))
         child.start()
         os.close(write_fd)
@@ -343,7 +390,7 @@ def run_crash(path: Path, config: CrashConfig, progress: Callable[[CrashReport],
                 # one(s): a write's own length varies (the first after opening, a compaction),
                 # so counting acks spreads kills over runs better than a delay from the start.
                 after = rng.randint(0, round(2 * config.writes_per_kill))
-                watch(lambda: acks.ready and len(acks.lines) > after)
+                watch(lambda: acks.ready and len(acks.acks) >= after)
                 kill_at = time.monotonic() + rng.uniform(0.0, 1.5 * write_seconds)
             watch(lambda: time.monotonic() >= kill_at)
             if child.is_alive():
@@ -365,6 +412,7 @@ def run_crash(path: Path, config: CrashConfig, progress: Callable[[CrashReport],
         if len(acks.times) > 2:
             per_write = (acks.times[-1] - acks.times[1]) / (len(acks.times) - 2)
             write_seconds = 0.8 * write_seconds + 0.2 * per_write
+        report.refused += len(acks.refusals)
         report.kills_mid_compaction += bool(set(temp_files(path)) - temps_before)
         report.kills_after_compaction += replaced > 0
         if not _verify(path, options, config, run, acks.acks, pool_before, model, report):
