@@ -278,3 +278,39 @@ def test_the_server_serves_a_soul_on_a_read_only_file_system(read_only_soul):
     assert summary["nodes"] == 2
     assert "in the journal" in json.dumps(found)
     assert "Read-only file system" in refused
+
+
+# ------------------------------------------------------------------ files the old bugs wrote
+def test_repair_mends_a_file_an_old_forget_broke_and_keeps_the_damaged_one(tmp_path):
+    soul = SoulFile(tmp_path / "soul.json")
+    with soul.change() as graph:
+        parent = graph.add("the parent memory").id
+        child = graph.add("built on the parent", parents=[parent]).id
+        graph.explore("a hypothesis on the parent", parents=[parent])
+    with soul.change() as graph:
+        graph.add("after, in the journal")
+    # What 04df4cc wrote after a hard forget of the parent: its node gone, the edges not.
+    document = json.loads(soul.path.read_bytes())
+    document["nodes"] = [record for record in document["nodes"] if record["id"] != parent]
+    soul.path.write_text(json.dumps(document))
+    assert not check(soul.path)["ok"]
+    damaged = soul.path.read_bytes()
+    done = subprocess.run([sys.executable, "-m", "soulgraph.store", "repair", str(soul.path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert {(e["node"], e["parent"]) for e in report["dropped"]} == {(child, parent), ("n3", parent)}
+    assert Path(report["kept"]).read_bytes() == damaged
+    assert check(soul.path)["ok"]
+    graph = SoulFile(soul.path).graph()
+    assert sorted(n.content for n in graph.nodes.values()) == ["after, in the journal", "built on the parent"]
+
+
+def test_repair_refuses_other_damage_and_leaves_it(tmp_path):
+    path = tmp_path / "soul.json"
+    path.write_text('{"format": "soulgraph", "schema": 3, "nodes": "not a list"}')
+    done = subprocess.run([sys.executable, "-m", "soulgraph.store", "repair", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "not a dangling edge" in done.stderr
+    assert path.read_text() == '{"format": "soulgraph", "schema": 3, "nodes": "not a list"}'
+    assert not list(tmp_path.glob("soul.json.damaged-*"))

@@ -1,4 +1,4 @@
-"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore`.
+"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore|repair`.
 
     check PATH             read soul.json and its journal without writing anything; print
                            one JSON report (counts, the journal's records, the last good
@@ -14,6 +14,9 @@
     restore BACKUP SOUL [--force]
                            put a backup's graph in place of SOUL; a soul that holds memories
                            is replaced only with --force, and is kept as a backup first
+    repair PATH            mend a soul.json that names nodes it no longer holds (what two
+                           forget bugs of older versions wrote): drop exactly those edges,
+                           keeping the damaged file beside it first; see repair.py
 
 A path where neither soul.json nor its journal exists is refused by every command (a typo
 must not read as an empty soul, nor create one).
@@ -30,6 +33,7 @@ from typing import Any
 from soulgraph.store import snapshot
 from soulgraph.store.atomic import write_atomically
 from soulgraph.store.backup import BackupError, backup, restore, soul_exists
+from soulgraph.store.repair import RepairError, repair
 from soulgraph.store.soulfile import SoulFile, SoulFileError
 
 
@@ -91,19 +95,25 @@ def main(argv: list[str] | None = None) -> int:
     restore_command.add_argument("soul", type=Path, help="the soul file to replace")
     restore_command.add_argument("--force", action="store_true",
                                  help="replace a soul that holds memories (it is kept as a backup beside it first)")
+    commands.add_parser("repair", help="drop edges to nodes that are gone, so the soul loads again").add_argument(
+        "path", type=Path)
     args = parser.parse_args(argv)
 
     if args.command == "check":
         report = check(args.path)
         print(json.dumps(report, indent=2))
         return 0 if report["ok"] else 1
-    if args.command in ("backup", "restore"):
+    if args.command in ("backup", "restore", "repair"):
         try:
             if args.command == "backup":
                 report = backup(args.soul, args.dest, force=args.force)
-            else:
+            elif args.command == "restore":
                 report = restore(args.backup, args.soul, force=args.force)
-        except BackupError as exc:
+            elif not soul_exists(SoulFile(args.path)):
+                raise RepairError(f"no soul file at {args.path}; nothing done")
+            else:
+                report = repair(args.path)
+        except (BackupError, RepairError) as exc:
             print(f"soulgraph.store: {exc}", file=sys.stderr)
             return 1
         print(json.dumps(report, indent=2))

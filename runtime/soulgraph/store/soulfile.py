@@ -656,10 +656,12 @@ class SoulFile:
         needles = _needles(contents)
         stem = self.path.name.removesuffix(".json")
         # This store's own copies beside the soul: schema backups, the soul a restore replaced
-        # (store/backup.py), the copy made for `hermes backup` (the provider's backup_paths).
+        # (store/backup.py), the copy made for `hermes backup` (the provider's backup_paths),
+        # a damaged file `repair` kept.
         kept_copies = [*self.path.parent.glob(f"{self.path.name}*.bak-schema*"),
                        *self.path.parent.glob(f"{stem}-before-restore-*.json"),
-                       *self.path.parent.glob(f"{stem}-hermes-backup.json")]
+                       *self.path.parent.glob(f"{stem}-hermes-backup.json"),
+                       *self.path.parent.glob(f"{self.path.name}.damaged-*")]
         for backup in kept_copies:
             try:
                 data = backup.read_bytes()
