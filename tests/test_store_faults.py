@@ -314,3 +314,20 @@ def test_repair_refuses_other_damage_and_leaves_it(tmp_path):
     assert done.returncode == 1 and "not a dangling edge" in done.stderr
     assert path.read_text() == '{"format": "soulgraph", "schema": 3, "nodes": "not a list"}'
     assert not list(tmp_path.glob("soul.json.damaged-*"))
+
+
+def test_a_refused_journal_costs_no_file_descriptor_per_read(tmp_path):
+    """A server answers every tool call on a damaged journal with the error: each must not
+    leave a descriptor open (a long-lived server would run out)."""
+    soul = SoulFile(tmp_path / "soul.json")
+    with soul.change() as graph:
+        graph.add("first")
+    with soul.change() as graph:
+        graph.add("second")
+    soul.journal_path.write_bytes(soul.journal_path.read_bytes().replace(b"second", b"SECOND"))
+    reader = SoulFile(soul.path)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):
+        with pytest.raises(SoulFileError, match="damaged record"):
+            reader.graph()
+    assert len(os.listdir("/proc/self/fd")) <= before

@@ -246,10 +246,10 @@ class SoulFile:
             self._apply(found.records[1:])
             self._journal_offset, self.torn_tail_bytes = found.consumed, found.torn_tail_bytes
         except JournalError as exc:
-            self._close_journal()
+            self._close_journal(fd)
             raise SoulFileError(self.journal_path, f"{_strip_path(exc, self.journal_path)}; left untouched") from None
         except BaseException:
-            self._close_journal()
+            self._close_journal(fd)
             raise
         return True
 
@@ -316,6 +316,9 @@ class SoulFile:
         except (OSError, JournalError):
             os.close(fd)
             return False
+        except BaseException:
+            os.close(fd)
+            raise
         self._close_journal()
         self._journal_fd, self._journal_writable = fd, True
         self._journal_sig, self._journal_base, self._journal_offset = (st.st_dev, st.st_ino), seq, end + 1
@@ -353,7 +356,12 @@ class SoulFile:
         self._journal_offset += found.consumed
         self.torn_tail_bytes = found.torn_tail_bytes
 
-    def _close_journal(self) -> None:
+    def _close_journal(self, opened: int = -1) -> None:
+        """Close the journal we follow, and `opened`: one just opened and not yet followed
+        (a journal refused on every tool call must not cost a file descriptor each time)."""
+        if opened >= 0 and opened != self._journal_fd:
+            with contextlib.suppress(OSError):
+                os.close(opened)
         if self._journal_fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._journal_fd)
