@@ -333,7 +333,7 @@ class SoulFile:
         data = _read_all(fd, offset)
         found = journal.scan(data)
         if found.damaged_at is not None and not self._holding_lock:
-            time.sleep(0.02)
+            time.sleep(0.005)  # a record is one pwrite: microseconds
             data = _read_all(fd, offset)
             found = journal.scan(data)
         return data, found
