@@ -23,6 +23,7 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 import synthetic  # noqa: E402
+from bench_rss import rss_mb, server_pid  # noqa: E402  (the benchmark's own readers of /proc)
 
 SIZE = 20_000
 ADDS = 30
@@ -40,26 +41,6 @@ def soul_source(tmp_path_factory):
     return source
 
 
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as handle:
-        return next(int(line.split()[1]) / 1024 for line in handle if line.startswith("VmRSS:"))
-
-
-def child_serving(soul_file: Path) -> int:
-    me = str(os.getpid())
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                parent = handle.read().rsplit(")", 1)[1].split()[1]
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                command = handle.read().split(b"\0")
-        except OSError:
-            continue
-        if parent == me and str(soul_file).encode() in command:
-            return int(entry)
-    raise AssertionError(f"no server process serving {soul_file}")
-
-
 def growth_over_writes(soul_file: Path) -> tuple[float, int]:
     """(MB of VmRSS the server gained over the writes, the most seen after the adds or after
     the forgets; nodes in the file afterwards)."""
@@ -74,7 +55,7 @@ def growth_over_writes(soul_file: Path) -> tuple[float, int]:
             await client.list_tools()
             await asyncio.sleep(0.3)  # the background read starts 50 ms after tools/list ...
             await client.call_tool("soul_summary", {})  # ... and this answer waits for it
-            pid = child_serving(soul_file)
+            pid = server_pid(soul_file)
             before = rss_mb(pid)
             added = []
             for i in range(ADDS):
