@@ -28,7 +28,6 @@ that commit's: each tree measured in a fresh process, alternating, twice.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
 import os
@@ -38,7 +37,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+
+from revisions import worktree  # bench/: a temporary checkout of a revision
+from typing import Callable
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -119,22 +120,6 @@ def import_ms(runtime: Path) -> tuple[float, bool]:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env,
                          check=True).stdout.split()
     return float(out[0]), out[1] == "True"
-
-
-@contextlib.contextmanager
-def worktree(base: str | None) -> Iterator[Path | None]:
-    """A temporary checkout of `base` (None: none)."""
-    if not base:
-        yield None
-        return
-    with tempfile.TemporaryDirectory() as folder:
-        tree = Path(folder) / "base"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(tree), base], check=True,
-                       timeout=120)
-        try:
-            yield tree
-        finally:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], timeout=120)
 
 
 def startup(base: str | None, tree: Path | None) -> str:

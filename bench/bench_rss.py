@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+
+from revisions import worktree  # bench/: a temporary checkout of a revision
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,19 +37,6 @@ from soulgraph.store import SoulFile  # noqa: E402
 
 LAYOUTS = ("with journal", "soul.json alone")
 PRELOAD_STARTS = 0.3  # seconds: the server starts its background read 50 ms after tools/list
-
-
-@contextlib.contextmanager
-def worktree(base: str) -> Iterator[Path]:
-    """A temporary checkout of `base`."""
-    with tempfile.TemporaryDirectory() as folder:
-        tree = Path(folder) / "base"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(tree), base], check=True,
-                       timeout=120)
-        try:
-            yield tree
-        finally:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], timeout=120)
 
 
 def rss_mb(pid: int) -> float:

@@ -137,7 +137,7 @@ def timed_writes(runtime: Path, soul_file: Path, writes: int, timeout: float) ->
 
 def write(args: argparse.Namespace) -> int:
     import synthetic  # bench/ is on the path (this script's folder)
-    from bench_rss import worktree  # a temporary checkout of a revision
+    from revisions import worktree  # a temporary checkout of a revision
 
     print(store_line())
     print(load_line())

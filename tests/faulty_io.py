@@ -81,6 +81,14 @@ class FaultPlan:
         self.failing = self.kind == "error" and self.sticky
         return self.kind
 
+    def at(self, name: str) -> None:
+        """A fault point where nothing is written first: fail or die here if armed so."""
+        what = self.point(name)
+        if what == "error":
+            raise self.error(name)
+        if what == "crash":
+            raise self.die(name)
+
     def error(self, name: str) -> OSError:
         return OSError(self.errno, f"{real_os.strerror(self.errno)} (injected at {name})")
 
@@ -99,20 +107,12 @@ class FaultyOS:
         return getattr(real_os, name)
 
     def _simple(self, name: str, call, *args):
-        what = self._plan.point(name)
-        if what == "error":
-            raise self._plan.error(name)
-        if what == "crash":
-            raise self._plan.die(name)
+        self._plan.at(name)
         return call(*args)
 
     def open(self, path, flags, mode=0o777, *, dir_fd=None):
         if flags & _WRITE_FLAGS:
-            what = self._plan.point("open")
-            if what == "error":
-                raise self._plan.error(f"open {real_os.fspath(path)}")
-            if what == "crash":
-                raise self._plan.die("open")
+            self._plan.at("open")
         elif self._plan.dead:
             raise Crash("already dead")
         return real_os.open(path, flags, mode, dir_fd=dir_fd)
@@ -170,11 +170,7 @@ class FaultyTempfile:
         return getattr(real_tempfile, name)
 
     def mkstemp(self, *args, **kwargs):
-        what = self._plan.point("mkstemp")
-        if what == "error":
-            raise self._plan.error("mkstemp")
-        if what == "crash":
-            raise self._plan.die("mkstemp")
+        self._plan.at("mkstemp")
         return real_tempfile.mkstemp(*args, **kwargs)
 
 

@@ -71,6 +71,21 @@ def hermes_python() -> Path:
     return hermes_client.ensure_hermes_venv().parent / "python"
 
 
+def python_wrapper(path: Path, script: str, **values: object) -> Path:
+    """A shell script the plugin is told is its Python: `script` filled with `values` and ours."""
+    path.write_text(script % {"python": sys.executable, **{k: str(v) for k, v in values.items()}})
+    path.chmod(0o755)
+    return path
+
+
+def drive(hermes_home: Path, driver: str, *args: object, timeout: float = 120) -> dict:
+    """Run `driver` in Hermes' own venv against `hermes_home`; its last line, read as JSON."""
+    proc = subprocess.run([str(hermes_python()), "-c", driver, str(hermes_home), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=hermes_client.hermes_env(hermes_home))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def service_pids(soul_file: Path) -> list[int]:
     """The memory services of this test (their command line names its own soul file)."""
     found = []
@@ -185,15 +200,10 @@ ONE_TURN_DRIVER = textwrap.dedent("""
 
 def test_a_turn_stored_by_a_service_that_died_before_answering_is_not_stored_again(hermes_home, tmp_path):
     soul_file = hermes_home / "soul.json"
-    wrapper = tmp_path / "dies-after-write"
     marker = tmp_path / "died-once"
-    wrapper.write_text(DIES_AFTER_WRITE % {"python": sys.executable, "marker": str(marker)})
-    wrapper.chmod(0o755)
+    wrapper = python_wrapper(tmp_path / "dies-after-write", DIES_AFTER_WRITE, marker=marker)
     install_plugin(hermes_home, soul_file, python=str(wrapper))
-    proc = subprocess.run([str(hermes_python()), "-c", ONE_TURN_DRIVER, str(hermes_home)], capture_output=True,
-                          text=True, timeout=180, env=hermes_client.hermes_env(hermes_home))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = drive(hermes_home, ONE_TURN_DRIVER, timeout=180)
     assert marker.exists()  # the first service did die after its write
     assert out == {"flushed": True, "stored": ["already"]}, out  # the resend was recognised
     assert turns_in(soul_file) == ["User: The release train leaves on Thursdays\nAssistant: Noted."]
@@ -236,15 +246,9 @@ BOUND_DRIVER = textwrap.dedent("""
 def test_the_queue_keeps_the_newest_turns_up_to_its_bound_while_the_service_is_down(hermes_home, tmp_path):
     soul_file = hermes_home / "soul.json"
     allow = tmp_path / "service-may-start"
-    wrapper = tmp_path / "down-until-allowed"
-    wrapper.write_text(DOWN_UNTIL_ALLOWED % {"allow": allow, "python": sys.executable})
-    wrapper.chmod(0o755)
+    wrapper = python_wrapper(tmp_path / "down-until-allowed", DOWN_UNTIL_ALLOWED, allow=allow)
     install_plugin(hermes_home, soul_file, python=str(wrapper))
-    proc = subprocess.run([str(hermes_python()), "-c", BOUND_DRIVER, str(hermes_home), str(allow)],
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                          env=hermes_client.hermes_env(hermes_home))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = drive(hermes_home, BOUND_DRIVER, allow, timeout=RUN_TIMEOUT)
     assert out["bound"] == 1000 and out["pending"] == 1000 and out["dropped"] == 5 == out["dropped_logged"], out
     assert out["queued_s"] < 2.0  # 1,005 turns queued without waiting on the dead service
     assert out["flushed"] is True and out["pending_after"] == 0, out
@@ -304,9 +308,6 @@ AGAIN_DRIVER = textwrap.dedent("""
 def test_a_provider_initialized_again_after_shutdown_writes_again(hermes_home):
     soul_file = hermes_home / "soul.json"
     install_plugin(hermes_home, soul_file)
-    proc = subprocess.run([str(hermes_python()), "-c", AGAIN_DRIVER, str(hermes_home)], capture_output=True,
-                          text=True, timeout=120, env=hermes_client.hermes_env(hermes_home))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"flushed": True}
+    assert drive(hermes_home, AGAIN_DRIVER) == {"flushed": True}
     assert sorted(turns_in(soul_file)) == ["User: first session turn\nAssistant: ok",
                                            "User: second session turn\nAssistant: ok"]

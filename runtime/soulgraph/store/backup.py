@@ -22,11 +22,10 @@ lock, so no write lands between the copy it keeps and the replacement.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from soulgraph.engine.graph import SoulGraph
 from soulgraph.store import snapshot
@@ -37,28 +36,6 @@ from soulgraph.store.vectors import SUFFIX as VECTORS_SUFFIX
 
 class BackupError(Exception):
     """The backup or restore was not made; the message names the file and the problem."""
-
-
-class _HeldSoulFile(SoulFile):
-    """A soul file whose write lock, once taken, also covers the calls made while it is held.
-
-    SoulFile's own lock is a flock on a new descriptor each time, so `save()` inside a held
-    lock would wait for the lock we hold ourselves. Restore needs one hold for two steps:
-    keeping the current soul and replacing it."""
-
-    _holding = 0
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        if self._holding:
-            yield
-            return
-        with super()._locked():
-            self._holding += 1
-            try:
-                yield
-            finally:
-                self._holding -= 1
 
 
 def soul_exists(soul: SoulFile) -> bool:
@@ -100,7 +77,7 @@ def restore(backup_path: str | os.PathLike[str], soul_path: str | os.PathLike[st
     source = SoulFile(backup_path)
     if not soul_exists(source):
         raise BackupError(f"no backup at {source.given_path}")
-    target = _HeldSoulFile(soul_path, lock_timeout=lock_timeout)
+    target = SoulFile(soul_path, lock_timeout=lock_timeout)
     if _same_file(source.path, target.path):
         raise BackupError(f"{source.path} is the soul file itself; nothing to restore")
     try:
@@ -114,11 +91,8 @@ def restore(backup_path: str | os.PathLike[str], soul_path: str | os.PathLike[st
         with target._locked():
             locked_at = time.monotonic()
             if soul_exists(target):
-                # Read by another instance: one that has loaded the old snapshot would, in
-                # save(), reuse that snapshot's lines for nodes whose ids the backup shares.
-                reader = SoulFile(target.given_path)
                 try:
-                    current = reader.graph()
+                    current = target.graph()
                 except SoulFileError as exc:
                     raise BackupError(f"the soul there cannot be read ({exc}), so it cannot be kept before it "
                                       "is replaced; not restored. Move soul.json and its journal aside first") from None
@@ -126,8 +100,8 @@ def restore(backup_path: str | os.PathLike[str], soul_path: str | os.PathLike[st
                     raise BackupError(f"{target.path} holds {len(current)} memories; not replaced. Give --force to "
                                       "replace it (it is kept as a backup beside it first)")
                 kept_path = _destination(target.path.parent, target, False, label="before-restore")
-                kept_size = _write_verified(current, reader.seq, reader, kept_path)
-                kept = {"path": str(kept_path), "seq": reader.seq, "nodes": len(current), "bytes": kept_size}
+                kept_size = _write_verified(current, target.seq, target, kept_path)
+                kept = {"path": str(kept_path), "seq": target.seq, "nodes": len(current), "bytes": kept_size}
             target.save(graph)
             lock_seconds = time.monotonic() - locked_at
     except SoulFileError as exc:

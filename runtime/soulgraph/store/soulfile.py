@@ -136,7 +136,10 @@ class SoulFile:
         self.torn_tail_bytes = 0  # bytes after it that were not a sound record when last read
         self.compactions = 0
         self.warnings: list[str] = []
-        self._holding_lock = False  # this process holds soul.json.lock: no writer is mid-append
+        # The thread of this object that holds soul.json.lock (None: none). While it is held no
+        # writer is mid-append, and that thread may take the lock again (restore keeps the old
+        # soul and saves the new one under one hold).
+        self._lock_holder: int | None = None
 
     def __del__(self) -> None:
         if self._journal_fd >= 0:
@@ -332,7 +335,7 @@ class SoulFile:
         at that moment is never taken for damage."""
         data = _read_all(fd, offset)
         found = journal.scan(data)
-        if found.damaged_at is not None and not self._holding_lock:
+        if found.damaged_at is not None and self._lock_holder is None:
             time.sleep(0.005)  # a record is one pwrite: microseconds
             data = _read_all(fd, offset)
             found = journal.scan(data)
@@ -414,6 +417,9 @@ class SoulFile:
     # ------------------------------------------------------------------ writing
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        if self._lock_holder == threading.get_ident():
+            yield  # already held by this thread: a flock on a second descriptor would wait for ourselves
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -436,11 +442,11 @@ class SoulFile:
             with contextlib.suppress(OSError):  # who holds it, for the message above
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, b"%d\n" % os.getpid(), 0)
-            self._holding_lock = True
+            self._lock_holder = threading.get_ident()
             try:
                 yield
             finally:
-                self._holding_lock = False
+                self._lock_holder = None
         finally:
             os.close(fd)  # closing releases the lock
 
