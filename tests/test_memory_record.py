@@ -115,7 +115,7 @@ def test_a_schema_2_file_and_its_journal_are_migrated_with_backups(tmp_path):
         graph.add("written in schema 3", kind="semantic_fact")
     assert json.loads((tmp_path / "soul.json.bak-schema2").read_text()) == snapshot
     assert (tmp_path / "soul.json.journal.bak-schema2").read_bytes() == journal
-    assert json.loads(path.read_text())["schema"] == SCHEMA == 3
+    assert json.loads(path.read_text())["schema"] == SCHEMA == 4
     reread = SoulFile(path).graph()
     assert reread.parents["n2"] == {"n1"} and reread.nodes["n3"].kind == "semantic_fact"
 

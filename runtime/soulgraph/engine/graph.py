@@ -90,6 +90,7 @@ class Node:
     valid_from: float | None = None
     valid_to: float | None = None
     privacy: str = record.DEFAULT_PRIVACY
+    scope: str = record.DEFAULT_SCOPE
 
     @property
     def recency_key(self) -> float:
@@ -172,6 +173,9 @@ class SoulGraph:
         self.tags: dict[str, set[str]] = {}
         self.pinned: set[str] = set()
         self.kinds: dict[str, set[str]] = {}  # memory kind -> node ids (the prompt snapshot's sections)
+        # A user's scope -> the ids of that user's memories (memory/scopes.py). Shared memories
+        # (scope "") are not listed: a soul without users has nothing here, and reads filter nothing.
+        self.scopes: dict[str, set[str]] = {}
         self.order = SplayTree()
         self.index = InvertedIndex()
         # Memories out of default recall (superseded, contradicted, archived) are searched
@@ -196,6 +200,7 @@ class SoulGraph:
         # The audit trail: one entry per lifecycle change (memory/lifecycle.py), oldest first.
         self.audit: list[dict[str, Any]] = []
         self._before_audit = 0
+        self._audit_before_rewrite: list[dict[str, Any]] | None = None  # see rewrite_audit
         # Bumped by every change to nodes or edges: caches built from the graph (the sibling
         # order of engine/hybrid.py) know when to start again.
         self.generation = 0
@@ -242,12 +247,14 @@ class SoulGraph:
         privacy: str = record.DEFAULT_PRIVACY,
         valid_from: float | None = None,
         valid_to: float | None = None,
+        scope: str = record.DEFAULT_SCOPE,
     ) -> Node:
         """Add a node, optionally built on `parents` (which must exist). The memory fields
         (memory/record.py) are checked: `kind` defaults to axiom for a pin, else note."""
         memory = {"kind": kind or ("axiom" if pinned else record.DEFAULT_KIND), "source": source,
                   "source_ref": source_ref, "writer": writer, "confidence": confidence,
-                  "importance": importance, "privacy": privacy, "valid_from": valid_from, "valid_to": valid_to}
+                  "importance": importance, "privacy": privacy, "valid_from": valid_from, "valid_to": valid_to,
+                  "scope": scope}
         try:
             memory = {name: record.checked(name, value) for name, value in memory.items()}
         except ValueError as exc:
@@ -299,6 +306,8 @@ class SoulGraph:
         if node.pinned:
             self.pinned.add(node.id)
         self.kinds.setdefault(node.kind, set()).add(node.id)
+        if node.scope:
+            self.scopes.setdefault(node.scope, set()).add(node.id)
         self.order.insert((node.recency_key, node.id))
         self.index.add(node.id, node.content + " " + " ".join(node.tags))
         self._tiers.note(self.index.slot(node.id), node.recency_key)
@@ -386,8 +395,10 @@ class SoulGraph:
             for child in kids:
                 yield parent, child
 
-    def _walk(self, start: str, neighbours: dict[str, set[str]], depth: int | None) -> list[tuple[Node, int]]:
-        """Breadth-first from `start` (excluded), each node with its distance."""
+    def _walk(self, start: str, neighbours: dict[str, set[str]], depth: int | None,
+              where: Callable[[Node], bool] | None = None) -> list[tuple[Node, int]]:
+        """Breadth-first from `start` (excluded), each node with its distance; `where`: the
+        nodes the walk may enter (it does not pass through the others)."""
         self.get(start)
         seen = {start}
         found: list[tuple[Node, int]] = []
@@ -398,7 +409,7 @@ class SoulGraph:
                 continue
             # Sorted so that a walk gives the same answer on every run.
             for nxt in sorted(neighbours[node_id], key=self._hotness, reverse=True):
-                if nxt not in seen:
+                if nxt not in seen and (where is None or where(self.nodes[nxt])):
                     seen.add(nxt)
                     found.append((self.nodes[nxt], dist + 1))
                     frontier.append((nxt, dist + 1))
@@ -407,13 +418,15 @@ class SoulGraph:
     def _hotness(self, node_id: str) -> tuple[float, str]:
         return (self.nodes[node_id].recency_key, node_id)
 
-    def ancestors(self, node_id: str, depth: int | None = None) -> list[tuple[Node, int]]:
+    def ancestors(self, node_id: str, depth: int | None = None, *,
+                  where: Callable[[Node], bool] | None = None) -> list[tuple[Node, int]]:
         """What a node was built on, nearest first."""
-        return self._walk(node_id, self.parents, depth)
+        return self._walk(node_id, self.parents, depth, where)
 
-    def discover(self, node_id: str, depth: int = 2) -> list[tuple[Node, int]]:
+    def discover(self, node_id: str, depth: int = 2, *,
+                 where: Callable[[Node], bool] | None = None) -> list[tuple[Node, int]]:
         """What was built on a node: its children, their children, … up to `depth`."""
-        return self._walk(node_id, self.children, depth)
+        return self._walk(node_id, self.children, depth, where)
 
     def path(self, start: str, goal: str) -> list[Node] | None:
         """A shortest chain start -> … -> goal along the edges, or None."""
@@ -437,33 +450,37 @@ class SoulGraph:
         return None
 
     # ----------------------------------------------------------------- recency
-    def hot(self, n: int = 10) -> list[Node]:
-        """Pinned nodes first (hottest first), then the top of the splay tree."""
+    def hot(self, n: int = 10, *, where: Callable[[Node], bool] | None = None) -> list[Node]:
+        """Pinned nodes first (hottest first), then the top of the splay tree; `where`: only
+        the nodes it accepts."""
         pinned = sorted(
             (self.nodes[i] for i in self.pinned),
             key=lambda node: (node.recency_key, node.id),
             reverse=True,
         )
-        result = [node for node in pinned if node.status == ACTIVE][:n]
-        return result + self._hottest_unpinned(n - len(result))
+        result = [node for node in pinned if node.status == ACTIVE and (where is None or where(node))][:n]
+        return result + self._hottest_unpinned(n - len(result), where)
 
-    def _hottest_unpinned(self, n: int) -> list[Node]:
+    def _hottest_unpinned(self, n: int, where: Callable[[Node], bool] | None = None) -> list[Node]:
         """The top `n` of the splay tree that are neither pinned nor out of recall."""
         found: list[Node] = []
         for _key, node_id in self.order.descending():
             if len(found) >= n:
                 break
             node = self.nodes[node_id]
-            if not node.pinned and node.status == ACTIVE:
+            if not node.pinned and node.status == ACTIVE and (where is None or where(node)):
                 found.append(node)
         return found
 
-    def by_tag(self, tag: str, *, include_archived: bool = False) -> list[Node]:
+    def by_tag(self, tag: str, *, include_archived: bool = False,
+               where: Callable[[Node], bool] | None = None) -> list[Node]:
         """Every node with a tag, hottest first (in default recall only, unless asked)."""
         ids = self.tags.get(tag, ())
         nodes = (self.nodes[i] for i in ids)
         if not include_archived:
             nodes = (node for node in nodes if node.status == ACTIVE)
+        if where is not None:
+            nodes = (node for node in nodes if where(node))
         return sorted(nodes, key=lambda n: (n.recency_key, n.id), reverse=True)
 
     # ----------------------------------------------------------------- search
@@ -704,16 +721,17 @@ class SoulGraph:
                 scores[node_id] += idf
 
     def related(self, text: str, k: int = 10, *, hint: str | None = None, recency_weight: float | None = None,
-                hits: list[Hit] | None = None) -> list[Hit]:
+                hits: list[Hit] | None = None, where: Callable[[Node], bool] | None = None) -> list[Hit]:
         """Search hits followed by their DAG parents and children.
 
         A neighbour inherits a share of its hit's score (parents more than children),
         so an old foundation under a strong recent hit outranks a weak direct match.
         `hits`: the search hits to start from, when another ranking found them
-        (memory/ranking.py); by default this graph's `query`.
+        (memory/ranking.py); by default this graph's `query`. `where`: the nodes it may
+        return (hits and neighbours alike).
         """
         if hits is None:
-            hits = self.query(text, k, hint=hint, recency_weight=recency_weight)
+            hits = self.query(text, k, hint=hint, recency_weight=recency_weight, where=where)
         best: dict[str, Hit] = {hit.node.id: hit for hit in hits}
         for hit in hits:
             for share, neighbours, relation in (
@@ -721,48 +739,67 @@ class SoulGraph:
                 (CHILD_SHARE, self.children, "child"),
             ):
                 for other in neighbours[hit.node.id]:
-                    if self.nodes[other].status != ACTIVE:
-                        continue  # out of default recall
+                    if self.nodes[other].status != ACTIVE or (where is not None and not where(self.nodes[other])):
+                        continue  # out of default recall, or not the reader's
                     score = hit.score * share
                     if other not in best or best[other].score < score:
                         best[other] = Hit(self.nodes[other], score, f"{relation} of {hit.node.id}")
         ranked = sorted(best.values(), key=lambda h: (-h.score, h.node.id))
         return ranked[:k]
 
-    def prime(self, context: str = "", n: int = 10, depth: int = 2, pin_share: float = 0.3) -> dict[str, Any]:
+    def prime(self, context: str = "", n: int = 10, depth: int = 2, pin_share: float = 0.3, *,
+              where: Callable[[Node], bool] | None = None) -> dict[str, Any]:
         """Session start: `hot`, n nodes: pins (at most `pin_share` of n, at least one, in
         their natural order: oldest first), then what the agent has been doing (the hottest
         other nodes), with pins again only where there is nothing else; plus a short walk
-        around the best match of `context`."""
-        focus = self.query(context, 1) if context.strip() else []
+        around the best match of `context`. `where`: only the nodes it accepts."""
+        focus = self.query(context, 1, where=where) if context.strip() else []
         walk: list[tuple[Node, int, str]] = []
         if focus:
             focus_id = focus[0].node.id
-            walk = [(node, d, "ancestor") for node, d in self.ancestors(focus_id, depth)]
-            walk += [(node, d, "descendant") for node, d in self.discover(focus_id, depth)]
+            walk = [(node, d, "ancestor") for node, d in self.ancestors(focus_id, depth, where=where)]
+            walk += [(node, d, "descendant") for node, d in self.discover(focus_id, depth, where=where)]
             walk = [step for step in walk if step[0].status == ACTIVE]
-        return {"hot": self._primed_hot(n, pin_share), "focus": focus[0] if focus else None, "walk": walk[: 2 * n]}
+        return {"hot": self._primed_hot(n, pin_share, where), "focus": focus[0] if focus else None,
+                "walk": walk[: 2 * n]}
 
-    def _primed_hot(self, n: int, pin_share: float) -> list[Node]:
-        pins = sorted((self.nodes[i] for i in self.pinned if self.nodes[i].status == ACTIVE),
+    def _primed_hot(self, n: int, pin_share: float, where: Callable[[Node], bool] | None = None) -> list[Node]:
+        pins = sorted((self.nodes[i] for i in self.pinned
+                       if self.nodes[i].status == ACTIVE and (where is None or where(self.nodes[i]))),
                       key=lambda node: (node.created_at, node.id))
-        recent = self._hottest_unpinned(n)
+        recent = self._hottest_unpinned(n, where)
         take = min(len(pins), max(1, int(n * pin_share)), n)
         take = max(take, n - len(recent))  # pins fill what recent work cannot
         return pins[:take] + recent[: n - min(take, len(pins))]
 
-    def summary(self, n: int = 5) -> dict[str, Any]:
+    def summary(self, n: int = 5, *, where: Callable[[Node], bool] | None = None) -> dict[str, Any]:
+        """Counts and the hottest nodes; `where`: counted over the nodes it accepts only."""
+        if where is None:
+            return {
+                "nodes": len(self.nodes),
+                "edges": sum(len(kids) for kids in self.children.values()),
+                "pinned": len(self.pinned),
+                "tags": {tag: len(ids) for tag, ids in sorted(self.tags.items(), key=lambda t: (-len(t[1]), t[0]))},
+                "hypotheses": len(self.branch),
+                "hot": self.hot(n),
+            }
+        seen = {i for i, node in self.nodes.items() if where(node)}
+        tags: dict[str, int] = {}
+        for node_id in seen:
+            for tag in self.nodes[node_id].tags:
+                tags[tag] = tags.get(tag, 0) + 1
         return {
-            "nodes": len(self.nodes),
-            "edges": sum(len(kids) for kids in self.children.values()),
-            "pinned": len(self.pinned),
-            "tags": {tag: len(ids) for tag, ids in sorted(self.tags.items(), key=lambda t: (-len(t[1]), t[0]))},
-            "hypotheses": len(self.branch),
-            "hot": self.hot(n),
+            "nodes": len(seen),
+            "edges": sum(len(self.children[i] & seen) for i in seen),
+            "pinned": len(self.pinned & seen),
+            "tags": dict(sorted(tags.items(), key=lambda t: (-t[1], t[0]))),
+            "hypotheses": sum(1 for node in self.branch.values() if where(node)),
+            "hot": self.hot(n, where=where),
         }
 
     # ----------------------------------------------------------------- exploration
-    def explore(self, content: str, tags: Iterable[str] = (), *, parents: Iterable[str] = ()) -> Node:
+    def explore(self, content: str, tags: Iterable[str] = (), *, parents: Iterable[str] = (),
+                scope: str = record.DEFAULT_SCOPE) -> Node:
         """Add a hypothesis to the exploration branch; the graph itself is unchanged."""
         content = content.strip() if isinstance(content, str) else content
         if not isinstance(content, str) or not content:
@@ -774,7 +811,8 @@ class SoulGraph:
         now = self.clock()
         self._keep_branch()
         node = Node(id=self._new_id(), content=content, tags=list(dict.fromkeys(tags)),
-                    created_at=now, last_accessed=now, metadata={"hypothesis": True})
+                    created_at=now, last_accessed=now, metadata={"hypothesis": True},
+                    scope=record.checked("scope", scope))
         self.branch[node.id] = node
         self.branch_parents[node.id] = set(parents)
         self.branch_dirty = True
@@ -816,10 +854,11 @@ class SoulGraph:
         self.branch_dirty = True
         return node
 
-    def hypotheses(self) -> list[tuple[Node, list[str]]]:
+    def hypotheses(self, *, where: Callable[[Node], bool] | None = None) -> list[tuple[Node, list[str]]]:
         """The open hypotheses, newest first, each with its parents."""
         return [(node, sorted(self.branch_parents.get(node.id, ())))
-                for node in sorted(self.branch.values(), key=lambda n: n.created_at, reverse=True)]
+                for node in sorted(self.branch.values(), key=lambda n: n.created_at, reverse=True)
+                if where is None or where(node)]
 
     # ----------------------------------------------------------------- changes as records
     def record(self, node_id: str) -> dict[str, Any]:
@@ -839,6 +878,7 @@ class SoulGraph:
             raise RuntimeError("a change is already open on this graph")
         self._before, self._before_branch, self._before_next_id = {}, None, self.next_id
         self._before_audit = len(self.audit)
+        self._audit_before_rewrite = None
 
     def _keep(self, node_id: str) -> None:
         if self._before is not None and node_id not in self._before:
@@ -872,7 +912,7 @@ class SoulGraph:
 
     def end(self) -> None:
         """Close the change and keep it."""
-        self._before, self._before_branch = None, None
+        self._before, self._before_branch, self._audit_before_rewrite = None, None, None
 
     def rollback(self) -> None:
         """Close the change and put every touched node, the branch and next_id back."""
@@ -882,6 +922,8 @@ class SoulGraph:
         self._before, self._before_branch = None, None
         self._put(list(reversed(before.items())))
         self.next_id = self._before_next_id
+        if self._audit_before_rewrite is not None:
+            self.audit, self._audit_before_rewrite = self._audit_before_rewrite, None
         del self.audit[self._before_audit:]
         if branch is not None:
             self.branch, self.branch_parents = branch
@@ -918,12 +960,16 @@ class SoulGraph:
             except ValueError as exc:
                 raise SoulGraphError(str(exc).removeprefix("memory: ")) from None
         self._keep(node_id)
-        was_active, old_kind = node.status == ACTIVE, node.kind
+        was_active, old_kind, old_scope = node.status == ACTIVE, node.kind, node.scope
         for name, value in checked.items():
             setattr(node, name, value)
         if node.kind != old_kind:
             self.kinds[old_kind].discard(node_id)
             self.kinds.setdefault(node.kind, set()).add(node_id)
+        if node.scope != old_scope:
+            self._unscope(node_id, old_scope)
+            if node.scope:
+                self.scopes.setdefault(node.scope, set()).add(node_id)
         if was_active != (node.status == ACTIVE):
             (self._reactivate if node.status == ACTIVE else self._deactivate)(node)
         self.dirty.add(node_id)
@@ -957,6 +1003,23 @@ class SoulGraph:
     def log(self, entry: dict[str, Any]) -> None:
         """Append an audit entry; it is journaled with the change that made it."""
         self.audit.append(entry)
+
+    def rewrite_audit(self, rewrite: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
+        """Replace each earlier audit entry by `rewrite(entry)` (a changed entry must be a new
+        dict), inside an open change: a rollback puts the old entries back. A journal carries
+        only new entries, so the change that does this must be made durable as a whole
+        snapshot (a forget is). Returns how many entries changed."""
+        if self._before is None:
+            raise RuntimeError("no change is open")
+        if self._audit_before_rewrite is None:
+            self._audit_before_rewrite = list(self.audit)
+        changed = 0
+        for at, entry in enumerate(self.audit[: self._before_audit]):
+            new = rewrite(entry)
+            if new is not entry:
+                self.audit[at] = new
+                changed += 1
+        return changed
 
     def _put(self, records: list[tuple[str, dict[str, Any] | None]],
              parse: Callable[[dict[str, Any]], Node] = Node.from_dict) -> None:
@@ -999,6 +1062,13 @@ class SoulGraph:
         if cooler:
             self._tiers = RecencyTiers(self._hottest_slots)
 
+    def _unscope(self, node_id: str, scope: str) -> None:
+        ids = self.scopes.get(scope) if scope else None
+        if ids is not None:
+            ids.discard(node_id)
+            if not ids:
+                del self.scopes[scope]
+
     def _remove_node_data(self, node: Node) -> None:
         """Take a node out of every structure but the edges."""
         del self.nodes[node.id]
@@ -1013,6 +1083,7 @@ class SoulGraph:
                     del self.tags[tag]
         self.pinned.discard(node.id)
         self.kinds.get(node.kind, set()).discard(node.id)
+        self._unscope(node.id, node.scope)
         self.order.remove((node.recency_key, node.id))
         self.index.remove(node.id)
         self.archive_index.remove(node.id)

@@ -362,6 +362,12 @@ def _fill(graph: SoulGraph, c: _Columns) -> None:
     kinds: defaultdict[str, set[str]] = defaultdict(set)
     deque(map(set.add, map(kinds.__getitem__, map(attrgetter("kind"), node_list)), ids), maxlen=0)
     graph.kinds = dict(kinds)
+    if "scope" in c.memory:  # users' memories (shared ones are not listed)
+        scopes: defaultdict[str, set[str]] = defaultdict(set)
+        for node in node_list:
+            if node.scope:
+                scopes[node.scope].add(node.id)
+        graph.scopes = dict(scopes)
     if "status" in c.memory:  # memories out of default recall move to the archive's index
         for node in nodes.values():
             if node.status != "active":

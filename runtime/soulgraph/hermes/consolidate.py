@@ -8,6 +8,10 @@ Deterministic rules, no model call: a sentence is promoted when one of `RULES` m
 A promoted sentence already held as an active memory of the same kind is confirmed (its
 strength grows) instead of added twice. Each turn is marked consolidated (metadata), so a
 second pass over the same session adds nothing.
+
+Everything stays in the session's scope (memory/scopes.py): only that user's turns are read,
+what they promote is that user's, and only that user's memories are confirmed. One user
+saying what another said confirms nothing of the other's.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes.turns import session_node, session_turns
 from soulgraph.memory import lifecycle
+from soulgraph.memory.scopes import SHARED
 from soulgraph.memory.write import RefusedMemory, remember
 
 CONSOLIDATED = "consolidated"  # turn metadata key
@@ -82,36 +87,37 @@ class Consolidation:
         return text.rstrip("\n")
 
 
-def consolidate(graph: SoulGraph, session_id: str, messages: list[dict[str, Any]] | None = None) -> Consolidation:
+def consolidate(graph: SoulGraph, session_id: str, messages: list[dict[str, Any]] | None = None,
+                scope: str = SHARED) -> Consolidation:
     """Promote what the session's unconsolidated turns said (inside `SoulFile.change()`).
 
     `messages`: the conversation Hermes is about to compress. Its current turn is not synced
     yet (a turn is written when it completes), so the user's messages in it are read too, and
     what they promote is built on the session's last turn (or its session node)."""
     result = Consolidation()
-    for turn in session_turns(graph, session_id):
+    for turn in session_turns(graph, session_id, scope):
         if turn.metadata.get(CONSOLIDATED):
             continue
         result.turns += 1
         for sentence in user_sentences(turn.content):
-            _promote(graph, sentence, turn.id, turn.source_ref or session_id, session_id, result)
+            _promote(graph, sentence, turn.id, turn.source_ref or session_id, session_id, result, scope)
         graph.update(turn.id, metadata={**turn.metadata, CONSOLIDATED: True})
     texts = [_text(m.get("content")) for m in messages or () if isinstance(m, dict) and m.get("role") == "user"]
     if any(texts):
-        turns = session_turns(graph, session_id)
-        anchor = turns[-1].id if turns else session_node(graph, session_id, "", "").id
+        turns = session_turns(graph, session_id, scope)
+        anchor = turns[-1].id if turns else session_node(graph, session_id, "", "", scope).id
         for text in texts:
             for sentence in sentences(text):
-                _promote(graph, sentence, anchor, f"{session_id}#compressed", session_id, result)
+                _promote(graph, sentence, anchor, f"{session_id}#compressed", session_id, result, scope)
     return result
 
 
 def _promote(graph: SoulGraph, sentence: str, parent: str, source_ref: str, session_id: str,
-             result: Consolidation) -> None:
+             result: Consolidation, scope: str = SHARED) -> None:
     rule = match(sentence)
     if rule is None:
         return
-    existing = _same(graph, sentence, rule.kind)
+    existing = _same(graph, sentence, rule.kind, scope)
     if existing is not None:
         held = graph.nodes[existing].source_ref or ""
         if held.split("#", 1)[0] != session_id:  # said again in another session: it holds
@@ -120,7 +126,7 @@ def _promote(graph: SoulGraph, sentence: str, parent: str, source_ref: str, sess
         return
     try:
         written = remember(graph, sentence, [rule.tag], writer=WRITER, parents=[parent], kind=rule.kind,
-                           source="hermes:consolidate", source_ref=source_ref, where="consolidate")
+                           source="hermes:consolidate", source_ref=source_ref, where="consolidate", scope=scope)
     except RefusedMemory:
         result.refused += 1
         return
@@ -158,10 +164,10 @@ def match(sentence: str) -> Rule | None:
     return None
 
 
-def _same(graph: SoulGraph, sentence: str, kind: str) -> str | None:
+def _same(graph: SoulGraph, sentence: str, kind: str, scope: str = SHARED) -> str | None:
     wanted = " ".join(sentence.lower().split())
     for node_id in graph.kinds.get(kind, ()):
         node = graph.nodes[node_id]
-        if node.status == ACTIVE and " ".join(node.content.lower().split()) == wanted:
+        if node.status == ACTIVE and node.scope == scope and " ".join(node.content.lower().split()) == wanted:
             return node_id
     return None

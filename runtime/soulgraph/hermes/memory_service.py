@@ -22,6 +22,10 @@ for `memory_write`): the id is kept in the written memory's metadata, in the sou
 service started after a crash still knows what it stored, and a request sent again after a
 lost answer is acknowledged with the memory already there instead of writing it twice.
 
+Every op but `hello` and `status` takes `scope`, the user the plugin is serving
+(memory/scopes.py: `platform:user`, or "" for shared): reads see the shared memories and that
+user's, never another's; writes land in that user's scope.
+
 The graph lives here, in one `SoulFile` shared with the MCP server under the store's lock
 (either one sees the other's writes before answering). Every write goes through
 `memory.write.remember`, so the scanner applies as for any other write.
@@ -43,7 +47,7 @@ from typing import Any, Callable, TextIO
 from soulgraph import __version__
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes import consolidate as consolidation, turns
-from soulgraph.memory import lifecycle, ranking, snapshot
+from soulgraph.memory import lifecycle, ranking, scopes, snapshot
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 from soulgraph.store.vectors import VectorStore, vectors_path
@@ -90,19 +94,31 @@ TEXT = ("a string", _is_text)
 COUNT = (f"an integer from 0 to {MAX_COUNT:,}", _is_count)
 OBJECT = ("a JSON object", _is_object)
 SENDER_ID = (f"a non-empty string of at most {MAX_SENDER_ID} characters", _is_sender_id)
+
+
+def _is_scope(value: Any) -> bool:
+    try:
+        scopes.check(value)
+    except scopes.ScopeError:
+        return False
+    return True
+
+
+SCOPE = ("'' (shared) or 'platform:user' (memory/scopes.py)", _is_scope)
 MESSAGES = (f"a list of at most {MAX_MESSAGES:,} message objects",
             lambda v: isinstance(v, list) and len(v) <= MAX_MESSAGES)
 ARGS: dict[str, tuple[dict[str, tuple[str, Callable[[Any], bool]]], frozenset[str]]] = {
     # op: (args it takes, the ones it needs)
     "hello": ({}, frozenset()),
     "status": ({}, frozenset()),
-    "snapshot": ({"max_chars": COUNT}, frozenset()),
-    "recall": ({"query": TEXT, "budget": COUNT, "limit": COUNT, "skip_session": TEXT}, frozenset({"query"})),
+    "snapshot": ({"max_chars": COUNT, "scope": SCOPE}, frozenset()),
+    "recall": ({"query": TEXT, "budget": COUNT, "limit": COUNT, "skip_session": TEXT, "scope": SCOPE},
+               frozenset({"query"})),
     "sync_turn": ({"user": TEXT, "assistant": TEXT, "session_id": TEXT, "platform": TEXT, "user_id": TEXT,
-                   "messages": MESSAGES, "turn_id": SENDER_ID}, frozenset()),
-    "consolidate": ({"session_id": TEXT, "messages": MESSAGES}, frozenset()),
-    "memory_write": ({"action": TEXT, "target": TEXT, "content": TEXT, "metadata": OBJECT, "write_id": SENDER_ID},
-                     frozenset({"action"})),
+                   "messages": MESSAGES, "turn_id": SENDER_ID, "scope": SCOPE}, frozenset()),
+    "consolidate": ({"session_id": TEXT, "messages": MESSAGES, "scope": SCOPE}, frozenset()),
+    "memory_write": ({"action": TEXT, "target": TEXT, "content": TEXT, "metadata": OBJECT, "write_id": SENDER_ID,
+                      "scope": SCOPE}, frozenset({"action"})),
 }
 
 
@@ -270,19 +286,22 @@ class MemoryService:
     def graph(self) -> SoulGraph:
         return self.soul.graph()
 
-    def snapshot(self, max_chars: int = SNAPSHOT_CHARS) -> dict[str, Any]:
-        return {"text": snapshot.render(self.graph(), int(max_chars))}
+    def snapshot(self, max_chars: int = SNAPSHOT_CHARS, scope: str = scopes.SHARED) -> dict[str, Any]:
+        graph = self.graph()
+        return {"text": snapshot.render(graph, int(max_chars), where=scopes.Reader(scope).where(graph))}
 
     def recall(self, query: str, budget: int = RECALL_BUDGET, limit: int = RECALL_LIMIT,
-               skip_session: str = "") -> dict[str, Any]:
+               skip_session: str = "", scope: str = scopes.SHARED) -> dict[str, Any]:
         """`soul_related`'s ranking for the coming turn, as compact lines within `budget`
-        characters; the current session's own turns are left out (they are in the context)."""
+        characters; the current session's own turns are left out (they are in the context).
+        Only the shared memories and `scope`'s are looked at."""
         graph = self.graph()
         skip = graph.tags.get(turns.session_tag(skip_session), set()) if skip_session else set()
         # Asked a little deeper to make up for the session's own turns left out, but never
         # deeper than twice the limit: a long session must not make every recall a deep one.
         depth = int(limit) + min(len(skip), int(limit)) + 2
-        hits = [h for h in ranking.related(graph, query, depth, vectors=self.vectors)
+        hits = [h for h in ranking.related(graph, query, depth, vectors=self.vectors,
+                                           where=scopes.Reader(scope).where(graph))
                 if h.node.id not in skip and h.node.privacy == "normal" and h.node.source != "hermes:session"]
         hits = hits[: int(limit)]
         lines, ids, used = [], [], 0
@@ -305,44 +324,48 @@ class MemoryService:
         graph = self.graph()
         self.vectors.ready(graph)  # starts loading them, if not yet
         return {"soul_file": str(self.soul.path), "nodes": len(graph.nodes),
-                "turns": len(graph.tags.get(turns.TURN_TAG, ())), "search": self.vectors.status()}
+                "turns": len(graph.tags.get(turns.TURN_TAG, ())), "users": len(graph.scopes),
+                "search": self.vectors.status()}
 
     # ------------------------------------------------------------------ writes
     def sync_turn(self, user: str = "", assistant: str = "", session_id: str = "", platform: str = "",
                   user_id: str = "", messages: list[dict[str, Any]] | None = None,
-                  turn_id: str | None = None) -> dict[str, Any]:
-        """One completed turn. `turn_id`: the sender's id for it; a turn already stored under
-        that id is acknowledged (`"stored": "already"`) and not written again."""
+                  turn_id: str | None = None, scope: str = scopes.SHARED) -> dict[str, Any]:
+        """One completed turn, in `scope`. `turn_id`: the sender's id for it; a turn already
+        stored under that id is acknowledged (`"stored": "already"`) and not written again."""
         if not (user or "").strip() and not (assistant or "").strip():
             return {"id": None, "skipped": "empty turn"}
         if turn_id:
-            held = _turn_stored(self.graph(), session_id, turn_id)
+            held = _turn_stored(self.graph(), session_id, turn_id, scope)
             if held is not None:
                 return {"id": held, "stored": "already", "redacted": [], "warnings": []}
         with self.soul.change() as graph:
             # Asked again under the lock: another writer of this file may have stored it since.
-            held = _turn_stored(graph, session_id, turn_id) if turn_id else None
+            held = _turn_stored(graph, session_id, turn_id, scope) if turn_id else None
             if held is not None:
                 return {"id": held, "stored": "already", "redacted": [], "warnings": []}
             written = turns.record_turn(graph, user, assistant, session_id=session_id, platform=platform,
                                         user_id=user_id, messages=messages,
-                                        metadata={TURN_ID: turn_id} if turn_id else None)
+                                        metadata={TURN_ID: turn_id} if turn_id else None, scope=scope)
         return {"id": written.node.id, "stored": "now", "redacted": list(written.redacted),
                 "warnings": written.warnings}
 
-    def consolidate(self, session_id: str = "", messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def consolidate(self, session_id: str = "", messages: list[dict[str, Any]] | None = None,
+                    scope: str = scopes.SHARED) -> dict[str, Any]:
         with self.soul.change() as graph:
-            result = consolidation.consolidate(graph, session_id, messages)
+            result = consolidation.consolidate(graph, session_id, messages, scope)
         return {"added": [{"kind": k, "id": i, "content": c} for k, i, c in result.added],
                 "confirmed": [{"kind": k, "id": i} for k, i in result.confirmed],
                 "refused": result.refused, "turns": result.turns, "summary": result.summary()}
 
     def memory_write(self, action: str, target: str = "memory", content: str = "",
-                     metadata: dict[str, Any] | None = None, write_id: str | None = None) -> dict[str, Any]:
+                     metadata: dict[str, Any] | None = None, write_id: str | None = None,
+                     scope: str = scopes.SHARED) -> dict[str, Any]:
         """Mirror Hermes' built-in memory tool: add adds, replace supersedes the entry holding
-        `metadata.old_text`, remove archives it. `write_id`: the sender's id for this write; an
-        add or replace already stored under it is acknowledged, not written again (a remove
-        done twice finds nothing the second time)."""
+        `metadata.old_text`, remove archives it; all in `scope` (a replace or remove finds only
+        that user's entries). `write_id`: the sender's id for this write; an add or replace
+        already stored under it is acknowledged, not written again (a remove done twice finds
+        nothing the second time)."""
         if target not in MIRROR_TARGETS:
             raise ServiceError(f"unknown memory target {target!r} (known: {', '.join(MIRROR_TARGETS)})")
         if action not in ("add", "replace", "remove"):
@@ -351,10 +374,10 @@ class MemoryService:
         old_text = str((metadata or {}).get("old_text") or "")
         session = str((metadata or {}).get("session_id") or "") or None
         with self.soul.change() as graph:
-            held = _write_stored(graph, tag, write_id) if write_id and action != "remove" else None
+            held = _write_stored(graph, tag, write_id, scope) if write_id and action != "remove" else None
             if held is not None:
                 return {"id": held, "stored": "already", "superseded": None, "warnings": []}
-            old = _entry_holding(graph, tag, old_text or content) if action != "add" else None
+            old = _entry_holding(graph, tag, old_text or content, scope) if action != "add" else None
             if action == "remove":
                 if old is None:
                     return {"archived": None, "note": "no mirrored entry holds that text"}
@@ -364,32 +387,33 @@ class MemoryService:
                 raise ServiceError(f"{action}: the entry's content is empty")
             written = remember(graph, content.strip(), [tag], writer=MIRROR_WRITER, kind=kind,
                                source=f"hermes:memory_tool:{target}", source_ref=session, where="memory_write",
-                               metadata={WRITE_ID: write_id} if write_id else None)
+                               metadata={WRITE_ID: write_id} if write_id else None, scope=scope)
             if old is not None:
                 lifecycle.supersede(graph, old, written.node.id, writer=MIRROR_WRITER,
                                     reason="replaced with Hermes' memory tool")
         return {"id": written.node.id, "superseded": old, "warnings": written.warnings}
 
 
-def _turn_stored(graph: SoulGraph, session_id: str, turn_id: str) -> str | None:
+def _turn_stored(graph: SoulGraph, session_id: str, turn_id: str, scope: str) -> str | None:
     """The memory holding the turn sent under `turn_id`, if one does (a session's own turns
-    are searched: a resent turn names the same session)."""
-    ids = graph.tags.get(turns.session_tag(session_id), set()) & graph.tags.get(turns.TURN_TAG, set())
-    return next((i for i in sorted(ids) if graph.nodes[i].metadata.get(TURN_ID) == turn_id), None)
+    are searched: a resent turn names the same session and user)."""
+    return next((n.id for n in turns.session_turns(graph, session_id, scope) if n.metadata.get(TURN_ID) == turn_id),
+                None)
 
 
-def _write_stored(graph: SoulGraph, tag: str, write_id: str) -> str | None:
-    return next((i for i in sorted(graph.tags.get(tag, ())) if graph.nodes[i].metadata.get(WRITE_ID) == write_id), None)
+def _write_stored(graph: SoulGraph, tag: str, write_id: str, scope: str) -> str | None:
+    return next((i for i in sorted(graph.tags.get(tag, ()))
+                 if graph.nodes[i].scope == scope and graph.nodes[i].metadata.get(WRITE_ID) == write_id), None)
 
 
-def _entry_holding(graph: SoulGraph, tag: str, text: str) -> str | None:
-    """The active memory of `tag` whose content holds `text` (Hermes finds entries by a
-    substring); the newest when several do."""
+def _entry_holding(graph: SoulGraph, tag: str, text: str, scope: str) -> str | None:
+    """The active memory of `tag` in `scope` whose content holds `text` (Hermes finds
+    entries by a substring); the newest when several do."""
     needle = " ".join(text.split()).lower()
     if not needle:
         return None
-    found = [graph.nodes[i] for i in graph.tags.get(tag, ()) if graph.nodes[i].status == ACTIVE
-             and needle in " ".join(graph.nodes[i].content.split()).lower()]
+    found = [node for i in graph.tags.get(tag, ()) if (node := graph.nodes[i]).status == ACTIVE
+             and node.scope == scope and needle in " ".join(node.content.split()).lower()]
     return max(found, key=lambda n: (n.created_at, n.id)).id if found else None
 
 

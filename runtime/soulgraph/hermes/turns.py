@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from soulgraph.engine.graph import Node, SoulGraph
+from soulgraph.memory.scopes import SHARED
 from soulgraph.memory.write import redact_secrets, remember
 
 USER_CHARS = 1500
@@ -42,37 +43,42 @@ class TurnWritten:
 
 def record_turn(graph: SoulGraph, user: str, assistant: str, *, session_id: str, platform: str = "",
                 user_id: str = "", messages: list[dict[str, Any]] | None = None,
-                metadata: dict[str, Any] | None = None) -> TurnWritten:
+                metadata: dict[str, Any] | None = None, scope: str = SHARED) -> TurnWritten:
     """Add one completed turn to `graph` (inside `SoulFile.change()`), chained after the
-    session's last turn. `metadata`: more to keep on the memory (the sender's turn id)."""
+    session's last turn. `metadata`: more to keep on the memory (the sender's turn id);
+    `scope`: the user's (memory/scopes.py), the turn's and its session node's."""
     tag = session_tag(session_id)
-    turns = session_turns(graph, session_id)
-    parent = turns[-1] if turns else session_node(graph, session_id, platform, user_id)
+    turns = session_turns(graph, session_id, scope)
+    parent = turns[-1] if turns else session_node(graph, session_id, platform, user_id, scope)
     text, redacted = redact_secrets(turn_text(user, assistant, messages))
     number = len(turns) + 1
     written = remember(graph, text, [tag, TURN_TAG], writer=user_id or "hermes", parents=[parent.id],
                        kind="episodic_event", source=SOURCE, source_ref=f"{session_id}#{number}",
-                       metadata={**(metadata or {}), "platform": platform, "turn": number}, where="sync_turn")
+                       metadata={**(metadata or {}), "platform": platform, "turn": number}, where="sync_turn",
+                       scope=scope)
     return TurnWritten(written.node, redacted, written.warnings)
 
 
-def session_turns(graph: SoulGraph, session_id: str) -> list[Node]:
-    """The session's turn memories in the order they were written."""
+def session_turns(graph: SoulGraph, session_id: str, scope: str = SHARED) -> list[Node]:
+    """The session's turn memories in the order they were written: those of `scope` only,
+    so a client that names another user's session id never reaches that user's turns."""
     ids = graph.tags.get(session_tag(session_id), set()) & graph.tags.get(TURN_TAG, set())
-    return sorted((graph.nodes[i] for i in ids), key=lambda n: (n.metadata.get("turn", 0), n.created_at, n.id))
+    return sorted((node for i in ids if (node := graph.nodes[i]).scope == scope),
+                  key=lambda n: (n.metadata.get("turn", 0), n.created_at, n.id))
 
 
-def session_node(graph: SoulGraph, session_id: str, platform: str, user_id: str) -> Node:
+def session_node(graph: SoulGraph, session_id: str, platform: str, user_id: str, scope: str = SHARED) -> Node:
     tag = session_tag(session_id)
     for node_id in sorted(graph.tags.get(tag, ())):
         node = graph.nodes[node_id]
-        if TURN_TAG not in node.tags:
+        if TURN_TAG not in node.tags and node.scope == scope:
             return node
     when = datetime.fromtimestamp(graph.clock(), timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     where = f" on {platform}" if platform else ""
     return remember(graph, f"Hermes session {session_id or 'unnamed'}{where}, {when}", [tag],
                     writer=user_id or "hermes", kind="episodic_event", source="hermes:session",
-                    source_ref=session_id or None, metadata={"platform": platform}, where="sync_turn").node
+                    source_ref=session_id or None, metadata={"platform": platform}, where="sync_turn",
+                    scope=scope).node
 
 
 def turn_text(user: str, assistant: str, messages: Iterable[dict[str, Any]] | None = None) -> str:

@@ -3,7 +3,10 @@ archived, merged into another, or forgotten. Each operation is a graph change (j
 the store, taken back with it on failure) plus one audit entry:
 
     {"at": seconds, "action": "supersede", "node": "n4", "writer": "tool:soul_update",
-     "by": "n9"?, "reason": "…"?, "before": digest, "after": digest or null}
+     "by": "n9"?, "reason": "…"?, "scope": "telegram:1001"?, "before": digest, "after": digest or null}
+
+`scope` is there for one user's memory (memory/scopes.py), so the trail says whose it was;
+forgetting a user (`forget_user`) replaces it in every entry by `forgotten:<digest>`.
 
 A digest is the first 16 hex digits of the SHA-256 of the node's record: enough to tell what
 changed and to check a record against the trail, while `forget` leaves nothing of the content.
@@ -37,6 +40,9 @@ def _log(graph: SoulGraph, action: str, node_id: str, writer: str, before: dict[
     after = graph.record(node_id) if node_id in graph.nodes else None
     entry = {"at": graph.clock(), "action": action, "node": node_id, "writer": writer}
     entry.update({k: v for k, v in extra.items() if v is not None})
+    scope = (after or before or {}).get("scope")
+    if scope:
+        entry["scope"] = scope
     entry["before"], entry["after"] = digest(before), digest(after)
     graph.log(entry)
 
@@ -146,6 +152,41 @@ def forget(graph: SoulGraph, node_id: str, reason: str, *, writer: str, force: b
         raise SoulGraphError(f"{node_id!r} is a pinned axiom; forgetting it needs force=true")
     graph.remove(node_id)
     _log(graph, "forget", node_id, writer, before, reason=reason)
+
+
+FORGOTTEN_SCOPE = "forgotten:"
+
+
+def forgotten_scope(scope: str) -> str:
+    """What the audit says of a forgotten user: a digest, no name."""
+    return FORGOTTEN_SCOPE + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:16]
+
+
+def forget_user(graph: SoulGraph, scope: str, reason: str, *, writer: str) -> list[str]:
+    """Every memory of one user's scope forgotten (pinned ones too: the user asked), and the
+    user's name taken out of the audit trail; returns the ids. Hypotheses of that user are
+    dropped too. The store rewrites every file without them (see `forget`)."""
+    if not scope:
+        raise SoulGraphError("forget_user needs a user's scope (platform:user), not the shared scope")
+    ids = sorted(graph.scopes.get(scope, ()), key=lambda i: (graph.nodes[i].created_at, i))
+    # A hypothesis is built only on what its writer sees: those built on this user's are this
+    # user's too, so dropping the ones nothing is built on, round by round, drops them all.
+    mine = {h for h, node in graph.branch.items() if node.scope == scope}
+    while mine:
+        leaves = {h for h in mine if not any(h in graph.branch_parents.get(o, ()) for o in graph.branch)}
+        if not leaves:
+            raise SoulGraphError(f"hypotheses of {scope} are built on each other in a way discard cannot undo")
+        for hypothesis in sorted(leaves):
+            graph.discard(hypothesis)
+        mine -= leaves
+    for node_id in ids:
+        forget(graph, node_id, reason, writer=writer, force=True)
+    hidden = forgotten_scope(scope)
+    graph.rewrite_audit(lambda entry: {**entry, "scope": hidden} if entry.get("scope") == scope else entry)
+    for entry in graph.audit[len(graph.audit) - len(ids):]:
+        if entry.get("scope") == scope:
+            entry["scope"] = hidden
+    return ids
 
 
 def history(graph: SoulGraph, node_id: str) -> list[dict[str, Any]]:

@@ -168,10 +168,12 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
 
 
 def related(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
-            vectors: Vectors | None = None) -> list[Hit]:
+            vectors: Vectors | None = None, where: Callable[[Node], bool] | None = None) -> list[Hit]:
     """What `soul_related` returns: recall's hits, then their DAG parents and children
-    (`SoulGraph.related`; neighbours inherit a share of a hit's score, all sorted by score)."""
-    return graph.related(text, k, hint=hint, hits=recall(graph, text, k, hint=hint, vectors=vectors))
+    (`SoulGraph.related`; neighbours inherit a share of a hit's score, all sorted by score).
+    `where`: only the memories it accepts, hits and neighbours alike (a reader's scope)."""
+    return graph.related(text, k, hint=hint, where=where,
+                         hits=recall(graph, text, k, hint=hint, vectors=vectors, where=where))
 
 
 def _replacements(graph: SoulGraph, text: str, hint: str | None, hits: dict[str, Hit], k: int, tag: str | None,

@@ -1,6 +1,6 @@
 """The memory record: what every node says about itself besides its text.
 
-Seed 002's typed, sourced, correctable memory. Each node carries (schema 3 of soul.json):
+Seed 002's typed, sourced, correctable memory. Each node carries (schema 4 of soul.json):
 
 | field | values | meaning |
 |---|---|---|
@@ -16,6 +16,7 @@ Seed 002's typed, sourced, correctable memory. Each node carries (schema 3 of so
 | `superseded_by` | node id or null | the memory that replaced this one |
 | `valid_from`, `valid_to` | seconds or null | when what it says was true |
 | `privacy` | `PRIVACY` | normal, private, or secret-redacted |
+| `scope` | text | whose memory it is: `""` shared by every user of the agent, else one user's, `platform:user` (memory/scopes.py) |
 
 The sets are data: a new kind is one line here, and every check reads these tuples.
 """
@@ -60,6 +61,7 @@ FIELD_RULES: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "valid_from": (SECONDS, None),
     "valid_to": (SECONDS, None),
     "privacy": (TEXT, PRIVACY),
+    "scope": (TEXT, None),
 }
 
 
@@ -97,6 +99,7 @@ DEFAULT_IMPORTANCE = 0.5
 DEFAULT_STRENGTH = 1.0
 DEFAULT_STATUS = "active"
 DEFAULT_PRIVACY = "normal"
+DEFAULT_SCOPE = ""  # shared: what every memory of schema 3 and before is
 
 # Reinforcement halves every STRENGTH_HALF_LIFE seconds without confirmation: 30 days by
 # default, a setting (`SoulGraph.strength_half_life`, set by `SoulFile(strength_half_life=…)`

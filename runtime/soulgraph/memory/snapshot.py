@@ -22,14 +22,15 @@ the clock, so the text does not change while the graph does not). Only active me
 default recall; a memory marked private (prompt injection, or by its writer) is left out
 unless pinned. Each memory is one line, `- <text>`, cut at 300 characters; a line that does
 not fit the remaining budget is left out (never cut mid-budget), so the block always ends
-on a whole line.
+on a whole line. Given a reader's `where` (memory/scopes.py), only the memories it accepts are
+looked at, so another user's never appear and never take a candidate's place.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from soulgraph.engine.graph import ACTIVE, Node, SoulGraph
 
@@ -63,20 +64,25 @@ def _hottest(nodes: Iterable[Node]) -> list[Node]:
 CONVERSATION_SOURCES = frozenset({"hermes:sync_turn", "hermes:session"})
 
 
-def _recent(graph: SoulGraph) -> Iterator[Node]:
+def _recent(graph: SoulGraph, where: Callable[[Node], bool] | None = None) -> Iterator[Node]:
     """The hottest memories that are not pinned, straight off the splay tree (recorded
     conversation turns left out)."""
     nodes = graph.nodes
     return (node for _key, node_id in graph.order.descending()
-            if not (node := nodes[node_id]).pinned and node.source not in CONVERSATION_SOURCES)
+            if not (node := nodes[node_id]).pinned and node.source not in CONVERSATION_SOURCES
+            and (where is None or where(node)))
 
 
 def _in_recall(node: Node) -> bool:
     return node.status == ACTIVE and (node.privacy == "normal" or node.pinned)
 
 
-def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """The snapshot text, at most `max_chars` characters."""
+def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS, *, where: Callable[[Node], bool] | None = None) -> str:
+    """The snapshot text, at most `max_chars` characters; `where`: only the memories it accepts."""
+
+    def kept(nodes: Iterable[Node]) -> Iterable[Node]:
+        return nodes if where is None else filter(where, nodes)
+
     budget = max_chars
     out: list[str] = []
     shown: set[str] = set()
@@ -102,11 +108,11 @@ def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS) -> str:
             out.extend(lines)
             budget -= cost
 
-    has_recent = next((True for node in itertools.islice(_recent(graph), CANDIDATES) if _in_recall(node)), False)
+    has_recent = next((True for node in itertools.islice(_recent(graph, where), CANDIDATES) if _in_recall(node)), False)
     reserve = int(max_chars * RECENT_RESERVE) if has_recent else 0
-    pinned = heapq.nsmallest(CANDIDATES, (graph.nodes[i] for i in graph.pinned), key=lambda node: (node.created_at, node.id))
+    pinned = heapq.nsmallest(CANDIDATES, kept(graph.nodes[i] for i in graph.pinned), key=lambda node: (node.created_at, node.id))
     section("Identity", pinned, min(max_chars * IDENTITY_SHARE, budget - reserve))
     for title, kinds in SECTIONS:
-        section(title, _hottest(graph.nodes[i] for kind in kinds for i in graph.kinds.get(kind, ())), budget - reserve)
-    section("Recent", _recent(graph), budget)
+        section(title, _hottest(kept(graph.nodes[i] for kind in kinds for i in graph.kinds.get(kind, ()))), budget - reserve)
+    section("Recent", _recent(graph, where), budget)
     return "".join(out)

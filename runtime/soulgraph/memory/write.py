@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
+from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError, UnknownNode
 from soulgraph.memory import record
 from soulgraph.memory.scanner import SecretRefused, refuse_secrets, scan
 
@@ -74,9 +74,13 @@ def remember(graph: SoulGraph, content: str, tags: Iterable[str] = (), *, writer
              source: str = "", source_ref: str | None = None,
              confidence: float = record.DEFAULT_CONFIDENCE, importance: float = record.DEFAULT_IMPORTANCE,
              metadata: dict[str, Any] | None = None, where: str = "memory",
-             node_id: str | None = None, created_at: float | None = None) -> Written:
-    """Scan, stamp and add one memory to `graph` (call inside `SoulFile.change()`)."""
+             node_id: str | None = None, created_at: float | None = None,
+             scope: str = record.DEFAULT_SCOPE) -> Written:
+    """Scan, stamp and add one memory to `graph` (call inside `SoulFile.change()`).
+    `scope`: whose memory it is (memory/scopes.py); it may be built only on memories its
+    writer sees (shared ones and its own scope's): another user's is an unknown id."""
     tags = list(tags)
+    parents = _visible_parents(graph, parents, scope)
     injections = scan_text([content, *tags], where)
     metadata = dict(metadata or {})
     privacy = record.DEFAULT_PRIVACY
@@ -88,16 +92,25 @@ def remember(graph: SoulGraph, content: str, tags: Iterable[str] = (), *, writer
                         f"injection ({', '.join(injections)})")
     node = graph.add(content, tags, parents=parents, pinned=pinned, kind=kind, source=source or writer,
                      source_ref=source_ref, writer=writer, confidence=confidence, importance=importance,
-                     privacy=privacy, metadata=metadata, node_id=node_id, created_at=created_at)
+                     privacy=privacy, metadata=metadata, node_id=node_id, created_at=created_at, scope=scope)
     return Written(node, warnings)
 
 
+def _visible_parents(graph: SoulGraph, parents: Iterable[str], scope: str) -> list[str]:
+    parents = list(parents)
+    for parent in parents:
+        node = graph.nodes.get(parent) or graph.branch.get(parent)
+        if node is not None and node.scope not in (record.DEFAULT_SCOPE, scope):
+            raise UnknownNode(parent)
+    return parents
+
+
 def explore(graph: SoulGraph, content: str, tags: Iterable[str] = (), *, parents: Iterable[str] = (),
-            where: str = "hypothesis") -> Written:
+            where: str = "hypothesis", scope: str = record.DEFAULT_SCOPE) -> Written:
     """A hypothesis goes through the same scanner (promote later moves it as it is)."""
     tags = list(tags)
     injections = scan_text([content, *tags], where)
-    node = graph.explore(content, tags, parents=parents)
+    node = graph.explore(content, tags, parents=_visible_parents(graph, parents, scope), scope=scope)
     warnings = []
     if injections:
         node.privacy = "private"

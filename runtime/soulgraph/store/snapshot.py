@@ -1,8 +1,8 @@
 """soul.json itself: the whole graph as one self-contained JSON document.
 
-Schema 3 (written by this version)::
+Schema 4 (written by this version)::
 
-    {"format": "soulgraph", "schema": 2, "seq": 41, "next_id": 42, "saved_at": 1.7e9,
+    {"format": "soulgraph", "schema": 4, "seq": 41, "next_id": 42, "saved_at": 1.7e9,
      "nodes": [{"id", "content", "tags", "created_at", "last_accessed",
                 "access_count", "pinned", "metadata", "parents": [ids],
                 the memory record's fields that differ from their defaults:
@@ -11,9 +11,12 @@ Schema 3 (written by this version)::
      "audit": [{"at", "action", "node", "writer", "reason"?, "before", "after"}, ...]}
 
 `seq` is the number of the last change the snapshot holds; the journal beside it
-(`journal.py`) holds the changes after it. Schema 2 is the same without the memory fields;
-schema 1 also without `seq` (and without a journal), read as seq 0. Both are read, and
-rewritten as schema 3 on the first write (after a backup, `soul.json.bak-schema<N>`).
+(`journal.py`) holds the changes after it. Schema 3 is the same without `scope` (every memory
+shared: memory/scopes.py); schema 2 also without the memory fields; schema 1 also without
+`seq` (and without a journal), read as seq 0. All are read, and rewritten as schema 4 on the
+first write (after a backup, `soul.json.bak-schema<N>`). Schema 4 exists so that a release
+which does not know scopes refuses a file that has them instead of showing one user's
+memories to every other.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, Node, SoulGrap
 from soulgraph.engine.load import load_graph, parse_node_record
 
 FORMAT = "soulgraph"
-SCHEMA = 3
-READABLE_SCHEMAS = (1, 2, 3)
+SCHEMA = 4
+READABLE_SCHEMAS = (1, 2, 3, 4)
 # The header as `encode` writes it, so a big file can be checked by its first bytes.
 _HEADER = re.compile(rb'^\{"format": "([^"]*)", "schema": (\d+)(?:, "seq": (\d+))?')
 _NODES_START = ',\n"nodes": [\n'

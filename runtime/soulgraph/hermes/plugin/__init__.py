@@ -13,6 +13,11 @@ until the service acknowledges it: a service that died or stopped answering is r
 the write sent again, under an id of its own (`turn_id`, `write_id`) by which the service
 recognises one it already stored. The queue holds at most MAX_PENDING writes; when it is full
 the oldest waiting one is dropped and logged, and Hermes never waits.
+
+Scopes: a gateway serves many users through one agent. Every request names the scope of the
+session's user (`session_scope`), and the service reads the shared memories and that user's
+only, and writes into that user's. Cron jobs and flush passes write nothing; a subagent
+writes memory-tool entries (not its turns) in the scope it was given.
 """
 
 from __future__ import annotations
@@ -50,11 +55,44 @@ MAX_LINE_CHARS = 64 << 20
 PREFETCH_HEADER = "From the soul graph (earlier sessions and what was learnt in them):"
 
 
-def read_settings() -> Dict[str, Any]:
+# Where the person at the keyboard is the agent's operator: a session there with no user id
+# reads and writes the shared memory. Anywhere else (a gateway), no user id is never shared.
+LOCAL_PLATFORMS = frozenset({"", "cli", "tui", "acp", "local"})
+
+
+def session_scope(kwargs: Dict[str, Any]) -> str:
+    """The scope of the session Hermes describes at `initialize`: `platform:user` with user
+    `user_id_alt or user_id` (Hermes' own key for a participant); on a gateway without a
+    user id (Hermes' API server sends none), the gateway's session key (the
+    X-Hermes-Session-Key header), else the session itself; shared only on a local platform."""
+    platform = str(kwargs.get("platform") or "")
+    user_id, user_id_alt = str(kwargs.get("user_id") or ""), str(kwargs.get("user_id_alt") or "")
+    if (user_id_alt or user_id).strip():
+        return scope_of(platform, user_id, user_id_alt)
+    if platform.strip().lower() in LOCAL_PLATFORMS:
+        return ""
+    key = str(kwargs.get("gateway_session_key") or "").strip()
+    return scope_of(platform, f"key:{key}" if key else f"session:{kwargs.get('session_id') or 'unnamed'}")
+
+
+def scope_of(platform: str, user_id: str, user_id_alt: str = "") -> str:
+    """The scope key of a user (memory/scopes.py's `user_scope`, kept in step by a test:
+    this file may import nothing of ours)."""
+    who = str(user_id_alt or user_id or "").strip()
+    if not who:
+        return ""
+    place = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "-" for c in str(platform or "").strip().lower())
+    place = place[:40].strip("-_.") or "unknown"
+    clean = "".join(c for c in who if ord(c) >= 32 and ord(c) != 127)[:300 - len(place) - 1].strip()
+    return f"{place}:{clean or 'x' + who.encode('utf-8', 'surrogatepass').hex()[:200]}"
+
+
+def read_settings(path: Path = SETTINGS) -> Dict[str, Any]:
     try:
-        return json.loads(SETTINGS.read_text(encoding="utf-8"))
+        settings = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return settings if isinstance(settings, dict) else {}
 
 
 class ServiceGone(RuntimeError):
@@ -207,7 +245,9 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self.session_id = ""
         self.platform = ""
         self.user_id = ""
-        self.writes = True
+        self.scope = ""  # whose memories this session reads and writes ("": shared, no user)
+        self.writes = True  # the session's turns and consolidation
+        self.memory_writes = True  # Hermes' memory-tool entries
         self._block: Optional[str] = None
         self._block_ready = threading.Event()
         self._background: Dict[str, str] = {}  # last queued recall: query and text
@@ -233,9 +273,19 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self.session_id = session_id or ""
         self.platform = str(kwargs.get("platform") or "")
         self.user_id = str(kwargs.get("user_id") or "")
-        # Cron jobs, subagents and flush passes are not the user's conversation.
-        self.writes = str(kwargs.get("agent_context") or "primary") == "primary"
+        self.scope = session_scope({**kwargs, "session_id": self.session_id})
         home = Path(str(kwargs.get("hermes_home") or os.environ.get("HERMES_HOME") or Path.home() / ".hermes"))
+        # A gateway serving several profiles (multiplex_profiles) imports this module once:
+        # the settings are the routed profile's own, when it has them.
+        own = home / "plugins" / "soulgraph" / "settings.json"
+        if own != SETTINGS and own.is_file():
+            self.settings = read_settings(own) or self.settings
+        # Cron jobs, subagents and flush passes are not the user's conversation: no turns. A
+        # subagent's memory-tool writes go to the scope it was given (Hermes 0.19 starts no
+        # provider for subagents or cron jobs at all); cron's and flush's are nobody's.
+        context = str(kwargs.get("agent_context") or "primary")
+        self.writes = context == "primary"
+        self.memory_writes = context in ("primary", "subagent")
         logs = home / "logs"
         self.client = ServiceClient(self.settings["python"], self.settings["soul_file"],
                                     logs / "soulgraph-memory.log" if logs.is_dir() else None)
@@ -253,8 +303,8 @@ class SoulgraphMemoryProvider(MemoryProvider):
         try:
             started = self.client.call("hello", timeout=DEADLINES["start"])
             del started
-            text = self.client.call("snapshot", {"max_chars": int(self.settings.get("snapshot_chars", 2200))},
-                                    timeout=DEADLINES["snapshot"])["text"]
+            text = self.client.call("snapshot", {"max_chars": int(self.settings.get("snapshot_chars", 2200)),
+                                                 "scope": self.scope}, timeout=DEADLINES["snapshot"])["text"]
             self._block = text.strip()
         except Exception as exc:  # a provider never breaks the agent
             logger.warning("soulgraph: no snapshot for this session: %s", exc)
@@ -277,7 +327,7 @@ class SoulgraphMemoryProvider(MemoryProvider):
     # ------------------------------------------------------------------ recall
     def _recall(self, query: str, timeout: float) -> str:
         result = self.client.call("recall", {"query": query, "budget": int(self.settings.get("recall_chars", 1500)),
-                                             "skip_session": self.session_id}, timeout=timeout)
+                                             "skip_session": self.session_id, "scope": self.scope}, timeout=timeout)
         return result["text"]
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
@@ -300,8 +350,9 @@ class SoulgraphMemoryProvider(MemoryProvider):
 
     # ------------------------------------------------------------------ writes
     def _submit(self, op: str, args: Dict[str, Any]) -> None:
-        if self.client is None or not self.writes:
+        if self.client is None or not (self.memory_writes if op == "memory_write" else self.writes):
             return
+        args = {**args, "scope": self.scope}  # fixed when queued: a later switch of user changes no old write
         with self._pending_changed:
             if len(self._pending) >= MAX_PENDING:
                 # The oldest that is not being sent right now: the agent never waits on us.
@@ -383,7 +434,7 @@ class SoulgraphMemoryProvider(MemoryProvider):
         if self.client is None or not self.writes:
             return ""
         self.flush()
-        args: Dict[str, Any] = {"session_id": session_id}
+        args: Dict[str, Any] = {"session_id": session_id, "scope": self.scope}
         if messages:
             args["messages"] = [{"role": m.get("role"), "content": m.get("content")}
                                 for m in _plain(messages) or () if isinstance(m, dict) and m.get("role") == "user"]
