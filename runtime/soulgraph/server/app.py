@@ -5,6 +5,12 @@ every tool that changes the graph saves soul.json before it answers. A refused c
 (unknown id, a cycle, empty content, bad arguments) comes back as an MCP tool error
 that says why, and changes nothing.
 
+A server serves one scope (`--scope`, memory/scopes.py): the shared memories and, when
+started with `--scope platform:user`, that user's. An MCP tool call does not say who asks
+(Hermes sends none), so the default is the shared scope alone: on a gateway home, every
+tool reads and writes only what every user of the agent may see, and another user's memory
+is an unknown id to every tool.
+
 The tools are `async` on purpose: each one is far cheaper than the transport, and
 running them on the event loop (instead of the SDK's thread pool) keeps calls in order
 with no locking.
@@ -30,7 +36,7 @@ from mcp.types import ToolAnnotations
 
 from soulgraph import __version__
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
-from soulgraph.memory import filters, ranking, record, snapshot
+from soulgraph.memory import filters, ranking, record, scopes, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.memory import markdown_files as files
 from soulgraph.server import markdown_tools, memory_tools, shapes, stdio
@@ -73,8 +79,9 @@ def _iso(seconds: float) -> str:
 class SoulTools:
     """The graph operations behind the tools, with results shaped for an agent."""
 
-    def __init__(self, soul: SoulFile, embed: bool = True):
+    def __init__(self, soul: SoulFile, embed: bool = True, reader: scopes.Reader = scopes.SHARED_READER):
         self.soul = soul
+        self.reader = reader  # whose memories the tools see and write (the shared ones, and a user's)
         # Vectors beside the word index (store/vectors.py): used for questions once ready;
         # without the `embed` extra, or while they load, search is lexical and says so.
         self.vectors = VectorStore(vectors_path(soul.path), enabled=embed)
@@ -88,11 +95,36 @@ class SoulTools:
             "content": node.content,
             "tags": node.tags,
             "created_at": _iso(node.created_at),
-            "parents": sorted(self.soul.loaded.parents.get(node.id, ())),
+            "parents": self.seen(self.soul.loaded.parents.get(node.id, ())),
             "pinned": node.pinned,
         }
         brief.update(extra)
         return brief
+
+    def seen(self, node_ids: Any) -> list[str]:
+        """Those of `node_ids` the reader sees, sorted: another user's never named."""
+        nodes = self.soul.loaded.nodes
+        return sorted(i for i in node_ids if i in nodes and self.reader.sees(nodes[i]))
+
+    def where(self, graph: SoulGraph, also: Callable[[Node], bool] | None = None) -> Callable[[Node], bool] | None:
+        """The reader's predicate for the engine's reads (None: nothing to hide)."""
+        return self.reader.where(graph, also)
+
+    def own(self, graph: SoulGraph, node_id: str) -> Node:
+        """The node if it is in the reader's own scope, which alone its tools may change: a
+        server serving one user reads the shared memories but does not change them."""
+        node = self.get(graph, node_id)
+        if node.scope != self.reader.scope:
+            raise ToolError(f"{node_id} is shared, and this server serves {self.reader.scope}: it may change that "
+                            "user's memories only (the shared ones are the operator's)")
+        return node
+
+    def get(self, graph: SoulGraph, node_id: str) -> Node:
+        """The node if the reader sees it, else the engine's unknown-id error (as a tool error)."""
+        try:
+            return self.reader.get(graph, node_id)
+        except SoulGraphError as exc:
+            raise ToolError(str(exc)) from None
 
     def view(self, node: Node, **extra: Any) -> dict[str, Any]:
         """A node on its own (the answer of a write): everything about it."""
@@ -105,11 +137,13 @@ class SoulTools:
             "access_count": node.access_count,
             "created_at": _iso(node.created_at),
             "last_accessed": _iso(node.last_accessed),
-            "parents": sorted(graph.parents.get(node.id, ())),
-            "children": sorted(graph.children.get(node.id, ())),
+            "parents": self.seen(graph.parents.get(node.id, ())),
+            "children": self.seen(graph.children.get(node.id, ())),
         }
         if node.kind != record.DEFAULT_KIND:
             view["kind"] = node.kind
+        if node.scope:
+            view["scope"] = node.scope
         if node.metadata:
             view["metadata"] = node.metadata
         view.update(extra)
@@ -165,13 +199,15 @@ def preload_after_handshake(soul: SoulFile):
 
 def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS,
                  markdown_folder: files.Folder | None = None, ask_timeout: float = 60.0,
-                 structured_only: bool = False, embed: bool = True) -> MCPServer:
+                 structured_only: bool = False, embed: bool = True,
+                 scope: str = scopes.SHARED) -> MCPServer:
     """The server with the tools of `toolsets` (TOOLSETS); the default is the 13 graph tools.
-    `structured_only`: answers carry structuredContent alone, no text copy (server/answers.py)."""
+    `structured_only`: answers carry structuredContent alone, no text copy (server/answers.py).
+    `scope`: the user whose memories it serves besides the shared ones (memory/scopes.py)."""
     wrong = problem(tuple(toolsets))
     if wrong:
         raise ValueError(wrong)
-    tools = SoulTools(soul, embed=embed)
+    tools = SoulTools(soul, embed=embed, reader=scopes.Reader(scopes.check(scope)))
     server = MCPServer(
         name="soul",
         version=__version__,
@@ -197,10 +233,11 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         what it was built on and what was built on it."""
         graph = tools.read()
         tools.vectors.ready(graph)  # a session starts here: start loading the vectors, if not yet
-        primed = graph.prime(context, limit)
+        where = tools.where(graph)
+        primed = graph.prime(context, limit, where=where)
         focus = primed["focus"]
         return {
-            "snapshot": snapshot.render(graph, max_chars) if max_chars else "",
+            "snapshot": snapshot.render(graph, max_chars, where=where) if max_chars else "",
             "hot": [tools.brief(n) for n in primed["hot"]],
             "focus": tools.view(focus.node, score=round(focus.score, 4)) if focus else None,
             "walk": [tools.brief(n, depth=d, relation=r) for n, d, r in primed["walk"]],
@@ -212,7 +249,8 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         hit's DAG parents and children, so the old foundation under a recent match is found
         too. Use before building on earlier work."""
         graph = tools.read()
-        return {"results": tools.hits(ranking.related(graph, query, limit, hint=hint or None, vectors=tools.vectors))}
+        return {"results": tools.hits(ranking.related(graph, query, limit, hint=hint or None, vectors=tools.vectors,
+                                                      where=tools.where(graph)))}
 
     @tool(READ)
     async def soul_query(query: QueryText, limit: Limit = 10, hint: Hint = "", tag: Tag | None = None,
@@ -237,7 +275,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
                                true_at=times["valid_at"])
         graph = tools.read()
         out_of_recall_too = include_archived or times["valid_at"] is not None or status not in (None, record.DEFAULT_STATUS)
-        found = ranking.recall(graph, query, limit, hint=hint or None, tag=tag, where=accept,
+        found = ranking.recall(graph, query, limit, hint=hint or None, tag=tag, where=tools.where(graph, accept),
                                include_archived=out_of_recall_too, vectors=tools.vectors)
         return {"results": tools.hits(found)}
 
@@ -245,15 +283,15 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     async def soul_hot(limit: Limit = 10) -> shapes.Results:
         """What the agent has been doing: pinned axioms, then the most recently and most
         often used memories."""
-        return {"results": [tools.brief(n) for n in tools.read().hot(limit)]}
+        graph = tools.read()
+        return {"results": [tools.brief(n) for n in graph.hot(limit, where=tools.where(graph))]}
 
     @tool(READ)
     async def soul_discover(node_id: NodeId, depth: Depth = 2, limit: Limit = 50) -> shapes.Walk:
         """Walk the DAG's children from `node_id`: everything built on it, nearest first."""
-        try:
-            found = tools.read().discover(node_id, depth)
-        except SoulGraphError as exc:
-            raise ToolError(str(exc)) from None
+        graph = tools.read()
+        tools.get(graph, node_id)
+        found = graph.discover(node_id, depth, where=tools.where(graph))
         return {"from": node_id, "results": [tools.brief(n, depth=d) for n, d in found[:limit]]}
 
     @tool(READ)
@@ -265,7 +303,8 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         as `cursor` for the next page (null on the last). A memory used between two pages can
         move, so a long listing may show it twice or miss it once."""
         start = _cursor_offset(cursor)
-        nodes = tools.read().by_tag(tag, include_archived=include_archived)
+        graph = tools.read()
+        nodes = graph.by_tag(tag, include_archived=include_archived, where=tools.where(graph))
         end = start + limit
         return {"tag": tag, "total": len(nodes), "results": [tools.brief(n) for n in nodes[start:end]],
                 "next_cursor": f"o{end}" if end < len(nodes) else None}
@@ -282,28 +321,35 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         secret lives instead."""
         written = tools.change(lambda graph: remember(
             graph, content, tags, writer="tool:soul_add", parents=parents, pinned=pinned, kind=kind,
-            source=source, confidence=confidence, importance=importance, where="soul_add"))
+            source=source, confidence=confidence, importance=importance, where="soul_add", scope=tools.reader.scope))
         return tools.view(written.node, **({"warnings": written.warnings} if written.warnings else {}))
 
     @tool(IDEMPOTENT_WRITE)
     async def soul_link(parent_id: NodeId, child_id: NodeId) -> shapes.Linked:
         """Record lineage: `child_id` was built on `parent_id`. An edge that would close a
         cycle is refused."""
-        added = tools.change(lambda graph: graph.link(parent_id, child_id))
+        def link(graph: SoulGraph) -> bool:
+            parent, child = tools.get(graph, parent_id), tools.own(graph, child_id)
+            if parent.scope and not child.scope:
+                raise ToolError(f"{child_id} is shared and {parent_id} is one user's: a shared memory cannot be "
+                                "built on a user's (every user would be led to it)")
+            return graph.link(parent_id, child_id)
+
+        added = tools.change(link)
         return {"parent": parent_id, "child": child_id, "linked": True, "already_linked": not added}
 
     @tool(IDEMPOTENT_WRITE)
     async def soul_pin(node_id: NodeId, pinned: Pinned = True) -> shapes.View:
         """Pin a memory as an axiom: it never decays and always leads soul_hot and
         soul_prime. `pinned=false` unpins it."""
-        node = tools.change(lambda graph: graph.pin(node_id, pinned))
+        node = tools.change(lambda graph: graph.pin(tools.own(graph, node_id).id, pinned))
         return tools.view(node)
 
     @tool(WRITE)
     async def soul_splay(node_id: NodeId) -> shapes.View:
         """Mark a memory as used just now: it moves to the top of soul_hot and ranks a
         little higher in searches."""
-        node = tools.change(lambda graph: graph.splay(node_id))
+        node = tools.change(lambda graph: graph.splay(tools.get(graph, node_id).id))
         return tools.view(node)
 
     @tool(WRITE)
@@ -311,10 +357,11 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         """Try out a hypothesis without changing the graph: it goes into the exploration
         branch, built on `parents`. Returns it with the memories it relates to. Use
         soul_promote to accept it."""
-        written = tools.change(lambda graph: explore_memory(graph, content, tags, parents=parents, where="soul_explore"))
+        written = tools.change(lambda graph: explore_memory(graph, content, tags, parents=parents, where="soul_explore",
+                                                            scope=tools.reader.scope))
         node = written.node
         graph = soul.loaded
-        related = ranking.related(graph, content, 5)
+        related = ranking.related(graph, content, 5, where=tools.where(graph))
         answer = {"hypothesis": {"id": node.id, "content": node.content, "tags": node.tags,
                                  "parents": sorted(graph.branch_parents[node.id])},
                   "related": tools.hits(related)}
@@ -329,10 +376,16 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         """Accept a hypothesis from soul_explore: move that one node into the graph, with its
         edges to its parents (a parent that is still a hypothesis must be promoted first).
         `discard=true` drops it instead. soul_summary lists the open hypotheses."""
+        def hypothesis(graph: SoulGraph) -> str:
+            held = graph.branch.get(node_id)
+            if held is not None and not tools.reader.sees(held):
+                raise ToolError(f"{node_id!r} is not a hypothesis in the exploration branch")
+            return node_id
+
         if discard:
-            node = tools.change(lambda graph: graph.discard(node_id))
+            node = tools.change(lambda graph: graph.discard(hypothesis(graph)))
             return tools.view(node, status="discarded")
-        node = tools.change(lambda graph: graph.promote(node_id))
+        node = tools.change(lambda graph: graph.promote(hypothesis(graph)))
         return tools.view(node)
 
     @tool(READ)
@@ -341,12 +394,14 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         open hypotheses themselves (newest first, up to 50: promote or discard them with
         soul_promote)."""
         graph = tools.read()
-        summary = graph.summary(limit)
+        where = tools.where(graph)
+        summary = graph.summary(limit, where=where)
         summary["hot"] = [tools.brief(n) for n in summary["hot"]]
         summary["open_hypotheses"] = [{"id": n.id, "content": n.content, "tags": n.tags, "parents": parents}
-                                      for n, parents in graph.hypotheses()[:50]]
+                                      for n, parents in graph.hypotheses(where=where)[:50]]
         summary["soul_file"] = str(soul.path)
         summary["search"] = tools.vectors.status()
+        summary["scope"] = scope_summary(graph, tools.reader)
         return summary
 
     # The capabilities the server advertises are real: one resource and one prompt.
@@ -354,12 +409,14 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
                      description="What to keep in mind now (identity, commitments, preferences, projects, recent "
                                  "work) as compact text within 2,200 characters: soul_prime's snapshot.")
     def snapshot_resource() -> str:
-        return snapshot.render(tools.read(), snapshot.DEFAULT_MAX_CHARS)
+        graph = tools.read()
+        return snapshot.render(graph, snapshot.DEFAULT_MAX_CHARS, where=tools.where(graph))
 
     @server.prompt(name="soul_session_start",
                    description="Start a session with the soul graph: the snapshot, and what to call when.")
     def session_start(task: str = "") -> str:
-        text = snapshot.render(tools.read(), snapshot.DEFAULT_MAX_CHARS) or "(the soul graph is empty)"
+        graph = tools.read()
+        text = snapshot.render(graph, snapshot.DEFAULT_MAX_CHARS, where=tools.where(graph)) or "(the soul graph is empty)"
         ask = f"\nThe task: {task}\nCall soul_prime with it as context, then soul_related before building on earlier work." \
             if task else "\nCall soul_prime with the task as context once you know it."
         return f"Your long-term memory (soul graph) holds:\n\n{text}{ask}"
@@ -371,6 +428,26 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     if "markdown" in toolsets:
         markdown_tools.register(server, tools, markdown_folder, ask_timeout)
     return server
+
+
+def scope_summary(graph: SoulGraph, reader: scopes.Reader) -> dict[str, Any]:
+    """What soul_summary says of the scope it serves, and of those it does not."""
+    hidden = reader.hidden(graph)
+    if reader.scope:
+        note = f"the shared memories and those of {reader.scope}; writes are {reader.scope}'s"
+    else:
+        note = "the shared memories only, seen by every user of this agent; writes are shared"
+    if hidden:
+        note += (f". {len(hidden)} other user(s) have memories here that this server does not show "
+                 "(an MCP tool call does not say who asks: start it with --scope platform:user to serve one user)")
+    return {"serves": reader.name, "users_not_served": len(hidden), "note": note}
+
+
+def _scope_arg(text: str) -> str:
+    try:
+        return scopes.parse(text)
+    except scopes.ScopeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _number_up_to(unit: str, most: float) -> Callable[[str], float]:
@@ -423,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
                         "the model (Hermes; python -m soulgraph.install writes it into Hermes' entry)")
     parser.add_argument("--no-embed", action="store_true",
                         help="search with words and links only, even where the `embed` extra is installed")
+    parser.add_argument("--scope", type=_scope_arg, default=scopes.SHARED, metavar="SCOPE",
+                        help="whose memories the tools read and write besides the shared ones: 'shared' (the "
+                        "default: the shared memories alone) or one user's, 'platform:user' (e.g. telegram:1001)")
     parser.add_argument("--ask-timeout", type=_number_up_to("seconds", 3600), default=60.0, metavar="SECONDS",
                         help="soul_ask's deadline for the LLM provider's answer (default: 60)")
     args = parser.parse_args(argv)
@@ -437,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = files.Folder((args.soul_dir or soul.path.parent).expanduser().absolute(), args.allow_outside_soul_dir)
     server = build_server(soul, preload=still_to_read, toolsets=args.toolsets, markdown_folder=folder,
                           ask_timeout=args.ask_timeout, structured_only=args.structured_only,
-                          embed=not args.no_embed)
+                          embed=not args.no_embed, scope=args.scope)
     try:
         anyio.run(stdio.serve, server)  # the SDK's stdio, answering lines it cannot parse (server/stdio.py)
     finally:

@@ -7,7 +7,8 @@
     soul_history(node_id)                                  a node's audit entries, oldest first
 
 Each write is one change of the store (durable before the answer, taken back on failure) and
-one audit entry per node it touched (memory/lifecycle.py).
+one audit entry per node it touched (memory/lifecycle.py). Like every tool, these reach only
+the memories of the server's scope (memory/scopes.py): another user's is an unknown id.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def register(server: MCPServer, tools: Any, folder: files.Folder | None = None) 
             raise ToolError(f"by_id goes with contradict or supersede, not {action}")
 
         def apply(graph):
+            tools.own(graph, node_id)
+            if by_id:
+                tools.get(graph, by_id)
             if action == "confirm":
                 return lifecycle.confirm(graph, node_id, writer=writer)
             if action == "weaken":
@@ -72,7 +76,11 @@ def register(server: MCPServer, tools: Any, folder: files.Folder | None = None) 
         """Two memories that say the same become one: `merge_id` goes into `keep_id`, which
         keeps both sources, all tags and every edge of both. Refused when one is built on the
         other."""
-        node = tools.change(lambda graph: lifecycle.merge(graph, keep_id, merge_id, writer="tool:soul_merge"))
+        def merge(graph):
+            tools.own(graph, keep_id), tools.own(graph, merge_id)  # one scope: the server's
+            return lifecycle.merge(graph, keep_id, merge_id, writer="tool:soul_merge")
+
+        node = tools.change(merge)
         return tools.view(node, merged=merge_id)
 
     @tool(DESTRUCTIVE)
@@ -84,7 +92,7 @@ def register(server: MCPServer, tools: Any, folder: files.Folder | None = None) 
         stays. A pinned axiom needs force=true."""
 
         def apply(graph):
-            written = markdown_tools.copies(graph.get(node_id))
+            written = markdown_tools.copies(tools.own(graph, node_id))
             lifecycle.forget(graph, node_id, reason, writer="tool:soul_forget", force=force)
             # Inside the change: a file that cannot be rewritten takes the forget back, so
             # the memory is never half gone. An entry another memory still stands for stays.
@@ -109,4 +117,6 @@ def register(server: MCPServer, tools: Any, folder: files.Folder | None = None) 
     async def soul_history(node_id: NodeId) -> shapes.History:
         """What happened to a memory: its audit entries (confirm, supersede, merge, forget, …),
         oldest first, with before/after digests. Works for forgotten ids too."""
-        return {"node": node_id, "entries": lifecycle.history(tools.read(), node_id)}
+        reader = tools.reader
+        return {"node": node_id, "entries": [entry for entry in lifecycle.history(tools.read(), node_id)
+                                             if reader.everything or entry.get("scope", "") in ("", reader.scope)]}

@@ -40,6 +40,7 @@ class View(TypedDict):
     parents: list[str]
     children: list[str]
     kind: NotRequired[str]  # when not the default, note
+    scope: NotRequired[str]  # one user's memory: platform:user (absent: shared)
     metadata: NotRequired[dict[str, Any]]
     score: NotRequired[float]
     warnings: NotRequired[list[str]]
@@ -98,6 +99,12 @@ class Search(TypedDict):
     reason: NotRequired[str]  # lexical: why (no `embed` extra, loading, switched off)
 
 
+class Scope(TypedDict):
+    serves: str  # "shared", or the one user's scope besides the shared memories
+    users_not_served: int  # other users with memories in this soul the server does not show
+    note: str
+
+
 class Summary(TypedDict):
     nodes: int
     edges: int
@@ -108,6 +115,7 @@ class Summary(TypedDict):
     open_hypotheses: list[Hypothesis]  # newest first, up to 50
     soul_file: str
     search: Search
+    scope: Scope
 
 
 class Forgotten(TypedDict):
@@ -119,7 +127,7 @@ class Forgotten(TypedDict):
 
 class History(TypedDict):
     node: str
-    entries: list[dict[str, Any]]  # {at, action, node, writer, by?, reason?, before, after}
+    entries: list[dict[str, Any]]  # {at, action, node, writer, by?, reason?, scope?, before, after}
 
 
 class MarkdownAnswer(TypedDict):
