@@ -183,6 +183,10 @@ def register(server: MCPServer, tools: Any, folder: files.Folder, ask_timeout: f
 
     def remember_note(note: str, memory_path: str, writer: str) -> tuple[Any, files.Appended]:
         """The note in the graph and in MEMORY.md, or in neither (raises)."""
+        if tools.reader.scope:
+            # The markdown files are the agent's, read into every user's session.
+            raise files.MarkdownFileError(f"{memory_path} is read by every user of the agent, and this server serves "
+                                          f"{tools.reader.scope} only: it does not write the markdown files")
         memory = folder.resolve(memory_path, "memory_path")
         with tools.soul.change() as graph:
             # Scanned and added first: a refused note reaches neither file. The markdown

@@ -1,4 +1,4 @@
-"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore|repair`.
+"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore|repair|users|share|forget-user`.
 
     check PATH             read soul.json and its journal without writing anything; print
                            one JSON report (counts, the journal's records, the last good
@@ -17,6 +17,12 @@
     repair PATH            mend a soul.json that names nodes it no longer holds (what two
                            forget bugs of older versions wrote): drop exactly those edges,
                            keeping the damaged file beside it first; see repair.py
+    users PATH             each user with memories in the soul (memory/scopes.py) and how many
+    share PATH ID... --reason R
+                           make these users' memories shared: every user of the agent sees them
+    forget-user PATH platform:user --reason R [--markdown-dir D]
+                           forget every memory of one user from every file (the right to be
+                           forgotten), and their entries in MEMORY.md / USER.md; prints a report
 
 A path where neither soul.json nor its journal exists is refused by every command (a typo
 must not read as an empty soul, nor create one).
@@ -97,7 +103,23 @@ def main(argv: list[str] | None = None) -> int:
                                  help="replace a soul that holds memories (it is kept as a backup beside it first)")
     commands.add_parser("repair", help="drop edges to nodes that are gone, so the soul loads again").add_argument(
         "path", type=Path)
+    commands.add_parser("users", help="the users with memories in the soul, and how many each").add_argument(
+        "path", type=Path)
+    share_command = commands.add_parser("share", help="make users' memories shared (every user sees them)")
+    share_command.add_argument("path", type=Path)
+    share_command.add_argument("ids", nargs="+", help="node ids")
+    share_command.add_argument("--reason", required=True, help="why: kept in the audit trail")
+    forget_command = commands.add_parser("forget-user", help="forget every memory of one user, from every file")
+    forget_command.add_argument("path", type=Path)
+    forget_command.add_argument("scope", help="the user's scope, platform:user (see `users`)")
+    forget_command.add_argument("--reason", default="forgotten at the user's request",
+                                help="kept in the audit trail in place of the memories")
+    forget_command.add_argument("--markdown-dir", type=Path,
+                                help="where MEMORY.md / USER.md entries resolve (default: the soul file's folder)")
     args = parser.parse_args(argv)
+
+    if args.command in ("users", "share", "forget-user"):
+        return _users_command(args)
 
     if args.command == "check":
         report = check(args.path)
@@ -144,6 +166,27 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
+    return 0
+
+
+def _users_command(args: argparse.Namespace) -> int:
+    from soulgraph.memory import scopes, users
+
+    soul = SoulFile(args.path)
+    if not soul_exists(soul):
+        print(f"soulgraph.store: no soul file at {soul.given_path}; nothing done", file=sys.stderr)
+        return 1
+    try:
+        if args.command == "users":
+            report = users.users(soul)
+        elif args.command == "share":
+            report = users.share(soul, args.ids, args.reason)
+        else:
+            report = users.forget_user(soul, args.scope, args.reason, args.markdown_dir)
+    except (users.UsersError, scopes.ScopeError, SoulFileError) as exc:
+        print(f"soulgraph.store: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
 
 
