@@ -17,7 +17,7 @@ from soulgraph.hermes.skill import SKILL_RELPATH, skill_text
 
 REPORT_KEYS = {
     "hermes_home", "profile", "check", "status", "config", "mcp_server", "backup", "config_diff",
-    "seed", "seed_nodes", "seed_skipped", "soul_file", "skill", "skill_file", "plugin", "plugin_dir", "memory_provider",
+    "seed", "seed_nodes", "scopes", "seed_skipped", "soul_file", "skill", "skill_file", "plugin", "plugin_dir", "memory_provider",
     "memory_provider_before", "warnings", "errors",
 }
 PROVIDER_LINE = "  provider: soulgraph  # managed by python -m soulgraph.install"
@@ -68,7 +68,7 @@ def test_first_install_adds_entry_seed_and_skill(home, capsys):
     assert report | {"backup": None, "config_diff": "", "warnings": []} == {
         "hermes_home": str(home), "profile": None, "check": False, "status": "changed",
         "config": str(home / "config.yaml"), "mcp_server": "added", "backup": None, "config_diff": "",
-        "seed": "created", "seed_nodes": 16, "seed_skipped": ["memories/MEMORY.md.bak.1714000000"], "soul_file": str(home / "soul.json"),
+        "seed": "created", "seed_nodes": 16, "scopes": None, "seed_skipped": ["memories/MEMORY.md.bak.1714000000"], "soul_file": str(home / "soul.json"),
         "skill": "installed", "skill_file": str(home / SKILL_RELPATH), "warnings": [], "errors": [],
         "plugin": "installed", "plugin_dir": str(home / "plugins" / "soulgraph"),
         "memory_provider": "selected", "memory_provider_before": None,
@@ -238,6 +238,36 @@ def test_existing_soul_file_is_kept(home):
     report = install(home, python="/p/python")
     assert (report["seed"], report["seed_nodes"]) == ("exists", 1)
     assert (home / "soul.json").read_bytes() == before
+    assert report["scopes"] == {"shared": 1, "users": 0, "user_memories": 0}
+
+
+def test_a_soul_from_before_scopes_is_reported_as_shared_and_left_as_it_is(home):
+    """Schema 3 had no scopes: every memory is read as shared, the install says so and what the
+    next write will do, and writes nothing; the next write keeps the store's backup."""
+    import json
+
+    from soulgraph.store import SoulFile
+
+    old = {"format": "soulgraph", "schema": 3, "seq": 0, "next_id": 3, "saved_at": 1.7e9,
+           "nodes": [{"id": "n1", "content": "the deploy runs on Fridays", "tags": [], "created_at": 1.7e9,
+                      "last_accessed": 1.7e9, "access_count": 0, "pinned": False, "metadata": {}, "parents": []},
+                     {"id": "n2", "content": "Ada prefers tea", "tags": [], "created_at": 1.7e9,
+                      "last_accessed": 1.7e9, "access_count": 0, "pinned": False, "metadata": {}, "parents": [],
+                      "kind": "preference"}],
+           "exploration": None, "audit": []}
+    path = home / "soul.json"
+    path.write_text(json.dumps(old))
+    before = path.read_bytes()
+    report = install(home, python="/p/python")
+    assert report["scopes"]["shared"] == 2 and report["scopes"]["users"] == 0
+    assert "schema 3" in report["scopes"]["migration"] and "soul.json.bak-schema3" in report["scopes"]["migration"]
+    assert path.read_bytes() == before and not (home / "soul.json.bak-schema3").exists()
+    soul = SoulFile(path)
+    with soul.change() as graph:
+        assert all(node.scope == "" for node in graph.nodes.values())
+        graph.add("a new memory", scope="telegram:1001")
+    assert (home / "soul.json.bak-schema3").read_bytes() == before
+    assert json.loads(path.read_text())["schema"] == 4
 
 
 # --------------------------------------------------------------------- the skill

@@ -41,7 +41,7 @@ from soulgraph.hermes.home import HermesHomeError, resolve_home
 from soulgraph.hermes.uninstall import uninstall
 from soulgraph.hermes.skill import SKILL_NAME, SKILL_RELPATH, frontmatter, is_ours, skill_name, skill_text
 from soulgraph.server.toolsets import DEFAULT_TOOLSETS, parse_toolsets
-from soulgraph.store import SoulFile, SoulFileError
+from soulgraph.store import SCHEMA, SoulFile, SoulFileError
 
 SERVER_NAME = "soul"
 SOUL_FILE = "soul.json"
@@ -71,6 +71,7 @@ def new_report(home: Path | None, profile: str | None, check: bool) -> dict[str,
         "config_diff": "",
         "seed": "skipped",  # created | exists | corrupt, left alone | skipped | error
         "seed_nodes": None,
+        "scopes": None,  # an existing soul: shared and user memories, and the schema migration the next write makes
         "seed_skipped": [],  # Hermes' backups of memory files, not seeded (--seed-backups reads them)
         "soul_file": str(base / SOUL_FILE) if home else None,
         "skill": "skipped",  # installed | updated | unchanged | hand-written, left alone | skipped | error
@@ -231,8 +232,11 @@ def _install_seed(report: dict[str, Any], home: Path, check: bool, include_backu
     soul_path = home / SOUL_FILE
     if soul_path.exists() or soul_path.is_symlink():
         try:
-            report["seed_nodes"] = len(SoulFile(soul_path).graph())
+            existing = SoulFile(soul_path)
+            graph = existing.graph()
+            report["seed_nodes"] = len(graph)
             report["seed"] = "exists"
+            report["scopes"] = _scopes_report(existing, graph)
         except SoulFileError as exc:
             report["seed"] = SEED_CORRUPT
             report["errors"].append(f"{exc} (the soul MCP server will refuse to start until it is fixed or moved away)")
@@ -250,6 +254,21 @@ def _install_seed(report: dict[str, Any], home: Path, check: bool, include_backu
         SoulFile(soul_path).save(graph)
     except (SoulFileError, OSError) as exc:
         _fail(report, "seed", f"{soul_path} could not be written ({exc})")
+
+
+def _scopes_report(soul: SoulFile, graph: Any) -> dict[str, Any]:
+    """Whose memories the soul holds (memory/scopes.py), and what the next write does to a
+    soul written before scopes: nothing is rewritten here."""
+    users = len(graph.scopes)
+    scoped = sum(len(ids) for ids in graph.scopes.values())
+    report: dict[str, Any] = {"shared": len(graph) - scoped, "users": users, "user_memories": scoped}
+    schema = soul._schema
+    if schema is not None and schema < SCHEMA:
+        report["migration"] = (f"{soul.path.name} is schema {schema}, from before scopes: its {len(graph):,} "
+                               f"memories are read as shared (every user of the agent sees them). The next "
+                               f"write rewrites it as schema {SCHEMA} after a backup, "
+                               f"{soul.path.name}.bak-schema{schema}; nothing is rewritten now")
+    return report
 
 
 # ------------------------------------------------------------------ 3. the skill

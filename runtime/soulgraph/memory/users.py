@@ -65,7 +65,7 @@ def forget_user(soul: SoulFile, scope: str, reason: str, folder: Path | None = N
     out of those files; the user's name replaced in the audit trail by a digest."""
     from soulgraph.server import markdown_tools  # the markdown side of a forget (copies, scrub)
 
-    scope = scopes.check(scope)
+    scope = scopes.parse(scope)
     if not scope:
         raise UsersError("forget-user needs a user's scope (platform:user), not the shared scope")
     if not reason.strip():
