@@ -23,9 +23,17 @@ from pathlib import Path
 
 HERMES_VERSION = "0.19.0"
 HERMES_REQUIREMENT = f"hermes-agent[mcp]=={HERMES_VERSION}"
-# Written last by ensure_hermes_venv: its presence with the right content means
-# the venv is complete, so reuse costs one small file read.
+# Installed beside it: aiohttp runs Hermes' API server and webhook adapters
+# (`hermes gateway run`); hermes-agent pins this version in its messaging extras.
+HERMES_EXTRA_REQUIREMENTS = ("aiohttp==3.14.1",)
+HERMES_REQUIREMENTS = (HERMES_REQUIREMENT, *HERMES_EXTRA_REQUIREMENTS)
+# Written last by ensure_hermes_venv: their presence with the right content means
+# the venv is complete, so reuse costs two small file reads. The extras have a
+# marker of their own: a venv holding Hermes alone gets them installed in place,
+# and a checkout that knows only the first marker still takes the venv as its own.
 MARKER_NAME = ".soulfleet-hermes"
+EXTRAS_MARKER_NAME = ".soulfleet-hermes-extras"
+EXTRAS_MARKER_TEXT = " ".join(HERMES_EXTRA_REQUIREMENTS)
 INSTALL_TIMEOUT = 900
 
 # A dead loopback port: any HTTP(S) a Hermes command tries (update check,
@@ -61,12 +69,16 @@ def _uv_binary() -> str | None:
         return shutil.which("uv")
 
 
-def _marker_ok(venv: Path) -> bool:
+def _marker_ok(venv: Path, name: str = MARKER_NAME, text: str = HERMES_REQUIREMENT) -> bool:
     try:
-        ok = (venv / MARKER_NAME).read_text().strip() == HERMES_REQUIREMENT
+        ok = (venv / name).read_text().strip() == text
     except OSError:
         return False
     return ok and (venv / "bin" / "hermes").exists()
+
+
+def _complete(venv: Path) -> bool:
+    return _marker_ok(venv) and _marker_ok(venv, EXTRAS_MARKER_NAME, EXTRAS_MARKER_TEXT)
 
 
 def _run_install(cmd: list[str]) -> None:
@@ -77,7 +89,7 @@ def _run_install(cmd: list[str]) -> None:
 
 
 def ensure_hermes_venv() -> Path:
-    """Return the `hermes` executable of a venv holding HERMES_REQUIREMENT.
+    """Return the `hermes` executable of a venv holding HERMES_REQUIREMENTS.
 
     Created once and cached in $SOULFLEET_HERMES_VENV (else
     ~/.cache/soulfleet/hermes-venv). Its Python is the sibling `python`.
@@ -85,33 +97,44 @@ def ensure_hermes_venv() -> Path:
     """
     venv = hermes_venv_dir()
     hermes = venv / "bin" / "hermes"
-    if _marker_ok(venv):
+    if _complete(venv):
         return hermes
     venv.parent.mkdir(parents=True, exist_ok=True)
     # A lock beside the venv: parallel test processes build it only once.
     # The venv is built in place (its scripts hard-code their own path, so it
-    # cannot be built elsewhere and renamed); the marker is written last.
+    # cannot be built elsewhere and renamed); the markers are written last.
     with open(venv.parent / (venv.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _marker_ok(venv):
+        if _complete(venv):
             return hermes
-        shutil.rmtree(venv, ignore_errors=True)
+        uv = _uv_binary()
         try:
-            uv = _uv_binary()
-            if uv:
-                _run_install([uv, "venv", "--quiet", "--python", sys.executable, str(venv)])
-                _run_install([uv, "pip", "install", "--quiet",
-                              "--python", str(venv / "bin" / "python"), HERMES_REQUIREMENT])
+            if _marker_ok(venv):
+                # Hermes is there: only the extras are missing. Installed in place, so a
+                # test using the venv meanwhile keeps working.
+                _install(uv, venv, HERMES_EXTRA_REQUIREMENTS)
             else:
-                _run_install([sys.executable, "-m", "venv", str(venv)])
-                _run_install([str(venv / "bin" / "python"), "-m", "pip", "install",
-                              "--quiet", "--disable-pip-version-check", HERMES_REQUIREMENT])
+                shutil.rmtree(venv, ignore_errors=True)
+                if uv:
+                    _run_install([uv, "venv", "--quiet", "--python", sys.executable, str(venv)])
+                else:
+                    _run_install([sys.executable, "-m", "venv", str(venv)])
+                _install(uv, venv, HERMES_REQUIREMENTS)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise HermesUnavailable(f"cannot build the Hermes venv in {venv}: {exc}") from exc
         if not hermes.exists():
             raise HermesUnavailable(f"{hermes} missing after installing {HERMES_REQUIREMENT}")
         (venv / MARKER_NAME).write_text(HERMES_REQUIREMENT + "\n")
+        (venv / EXTRAS_MARKER_NAME).write_text(EXTRAS_MARKER_TEXT + "\n")
     return hermes
+
+
+def _install(uv: str | None, venv: Path, requirements: tuple[str, ...]) -> None:
+    python = str(venv / "bin" / "python")
+    if uv:
+        _run_install([uv, "pip", "install", "--quiet", "--python", python, *requirements])
+    else:
+        _run_install([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements])
 
 
 # --------------------------------------------------------------------------
