@@ -294,3 +294,58 @@ def test_bitmask_search_equals_brute_force(docs, later, questions, k, weight, id
         for question in questions:
             got = [(h.node.id, h.score) for h in graph.query(question, k, recency_weight=weight)]
             assert got == brute_force_query(graph, question, k, weight)
+
+
+SCOPES = ("", "telegram:1", "telegram:2", "slack:U3")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    docs=st.lists(st.tuples(zipf_text, st.integers(0, 5), st.floats(0, 3 * DAY), st.sampled_from(SCOPES)),
+                  min_size=1, max_size=60),
+    later=st.lists(st.tuples(zipf_text, st.sampled_from(SCOPES)), max_size=8),
+    rescope=st.lists(st.tuples(st.integers(0, 59), st.sampled_from(SCOPES)), max_size=5),
+    removed=st.lists(st.integers(0, 59), max_size=4),
+    questions=st.lists(zipf_text, min_size=1, max_size=3),
+    reader=st.sampled_from(SCOPES),
+    k=st.integers(1, 10),
+    weight=st.sampled_from([0.0, 0.5, 3.0]),
+    min_df=st.sampled_from([1, 3]),
+)
+def test_a_search_that_excludes_other_users_equals_brute_force_over_what_the_reader_sees(
+        docs, later, rescope, removed, questions, reader, k, weight, min_df):
+    """`exclude=hidden_from(scope)` keeps the pruned search and its mask groups (forced on
+    here) and must give exactly the brute-force ranking of the reader's own nodes, also after
+    memories are added, moved to another scope and removed once the hidden set exists."""
+    from unittest.mock import patch
+
+    from soulgraph.engine import graph as graph_module, index as index_module
+    from soulgraph.engine.bitsets import RecencyTiers
+
+    with patch.object(index_module, "MASK_MIN_DF", min_df), patch.object(index_module, "MASK_SHARE", 10**9), \
+            patch.object(graph_module, "_SMALL_GROUP", 2), patch.object(RecencyTiers, "SMALLEST", 2):
+        clock = Clock()
+        graph = SoulGraph(clock=clock)
+        for text, uses, age, scope in docs:
+            node = graph.add(text, created_at=clock.now - age, scope=scope)
+            for _ in range(uses):
+                graph.splay(node.id, at=clock.now - age)
+        hidden = graph.hidden_from(reader)
+        for question in questions:
+            graph.query(question, k, recency_weight=weight, exclude=hidden)  # builds masks and tiers
+        for text, scope in later:
+            graph.add(text, scope=scope)
+        ids = sorted(graph.nodes)
+        for at, scope in rescope:
+            graph.update(ids[at % len(ids)], scope=scope)
+        for at in removed:
+            left = sorted(graph.nodes)
+            if len(left) > 1:
+                graph.remove(left[at % len(left)])
+        assert graph.hidden_from(reader) is hidden
+        assert hidden == {i for i, n in graph.nodes.items() if n.scope not in ("", reader)}
+        assert hidden.mask == graph.index.mask_of(hidden)
+        for question in questions:
+            got = [(h.node.id, h.score) for h in graph.query(question, k, recency_weight=weight, exclude=hidden)]
+            every = brute_force_query(graph, question, len(graph.nodes), weight)
+            assert got == [(i, score) for i, score in every if i not in hidden][:k]

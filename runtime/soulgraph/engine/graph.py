@@ -22,7 +22,7 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Container, Iterable, Iterator
+from typing import AbstractSet, Any, Callable, Container, Iterable, Iterator
 
 from soulgraph.engine.bitsets import RecencyTiers, has_slot
 from soulgraph.engine.index import InvertedIndex, words
@@ -151,6 +151,13 @@ MEMORY_DEFAULTS: tuple[tuple[str, Any], ...] = tuple(
 MEMORY_FIELD_NAMES = tuple(name for name, _default in MEMORY_DEFAULTS)
 
 
+class HiddenIds(set):
+    """Node ids a reader must never get (`SoulGraph.hidden_from`), with `mask`, the same
+    nodes as a bitmask of word-index slots, so the search's mask groups leave them out too."""
+
+    mask: int = 0
+
+
 @dataclass(slots=True, frozen=True)
 class Hit:
     """A node found by a search, with its score and why it was found."""
@@ -176,6 +183,9 @@ class SoulGraph:
         # A user's scope -> the ids of that user's memories (memory/scopes.py). Shared memories
         # (scope "") are not listed: a soul without users has nothing here, and reads filter nothing.
         self.scopes: dict[str, set[str]] = {}
+        # Per reader scope asked for (`hidden_from`): the ids of every other user's memories,
+        # kept up to date as memories come and go, so a search excludes them at no cost.
+        self._hidden: dict[str, HiddenIds] = {}
         self.order = SplayTree()
         self.index = InvertedIndex()
         # Memories out of default recall (superseded, contradicted, archived) are searched
@@ -306,10 +316,10 @@ class SoulGraph:
         if node.pinned:
             self.pinned.add(node.id)
         self.kinds.setdefault(node.kind, set()).add(node.id)
-        if node.scope:
-            self.scopes.setdefault(node.scope, set()).add(node.id)
         self.order.insert((node.recency_key, node.id))
         self.index.add(node.id, node.content + " " + " ".join(node.tags))
+        if node.scope:
+            self._scope_add(node.id, node.scope)  # after `index.add`: the node has its slot
         self._tiers.note(self.index.slot(node.id), node.recency_key)
         if node.status != ACTIVE:
             self._deactivate(node)
@@ -499,21 +509,24 @@ class SoulGraph:
         tag: str | None = None,
         include_archived: bool = False,
         where: Callable[[Node], bool] | None = None,
+        exclude: AbstractSet[str] = frozenset(),
     ) -> list[Hit]:
         """Search: idf of the shared words, boosted by recency; `hint` adds a second query.
         Superseded, contradicted and archived memories only with `include_archived` (scored
         by the words they share among themselves, marked via="archived"). `where` keeps only
-        the nodes it accepts (memory/filters.py builds it from kind and time ranges)."""
+        the nodes it accepts (memory/filters.py builds it from kind and time ranges);
+        `exclude`: ids never returned (other users' memories, `hidden_from`), left out as
+        the search goes, so it stays the pruned search."""
         weight = self.recency_weight if recency_weight is None else recency_weight
         if include_archived and len(self.archive_index):
-            return self._with_archived(text, k, hint, weight, tag, where)
+            return self._with_archived(text, k, hint, weight, tag, where, exclude)
         query_words = words(text)
         if hint:
             # A word in both the query and the hint counts twice: both ask for it.
-            return self._rank_exhaustive(query_words, words(hint), k, weight, tag, where)
+            return self._rank_exhaustive(query_words, words(hint), k, weight, tag, where, exclude)
         if tag is not None or where is not None:
-            return self._rank_exhaustive(query_words, set(), k, weight, tag, where)
-        return self._rank_pruned(query_words, k, weight)
+            return self._rank_exhaustive(query_words, set(), k, weight, tag, where, exclude)
+        return self._rank_pruned(query_words, k, weight, exclude)
 
     def scores_of(self, text: str, node_ids: Iterable[str], recency_weight: float | None = None) -> dict[str, float]:
         """`query`'s score for each of these nodes that shares a word with `text` (the others
@@ -533,23 +546,29 @@ class SoulGraph:
         return lexical
 
     def _with_archived(self, text: str, k: int, hint: str | None, weight: float, tag: str | None,
-                       where: Callable[[Node], bool] | None = None) -> list[Hit]:
-        hits = self.query(text, k, hint=hint, recency_weight=weight, tag=tag, where=where)
+                       where: Callable[[Node], bool] | None = None,
+                       exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
+        hits = self.query(text, k, hint=hint, recency_weight=weight, tag=tag, where=where, exclude=exclude)
         lexical = self.archive_index.lexical_scores(words(text) | (words(hint) if hint else set()))
         now = self.clock()
         for node_id, score in lexical.items():
             node = self.nodes[node_id]
-            if (tag is not None and tag not in node.tags) or (where is not None and not where(node)):
+            if ((tag is not None and tag not in node.tags) or (where is not None and not where(node))
+                    or node_id in exclude):
                 continue
             recency = node.recency_score(now)
             hits.append(Hit(node, score * (1.0 + weight * recency / (1.0 + recency)), "archived"))
         return sorted(hits, key=lambda h: (-h.score, h.node.id))[:k]
 
     def _rank_exhaustive(self, query_words: set[str], hint_words: set[str], k: int, weight: float, tag: str | None,
-                         where: Callable[[Node], bool] | None = None) -> list[Hit]:
+                         where: Callable[[Node], bool] | None = None,
+                         exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
         lexical = self.index.lexical_scores(query_words)
         for node_id, score in self.index.lexical_scores(hint_words).items():
             lexical[node_id] = lexical.get(node_id, 0.0) + score
+        if exclude:
+            for node_id in lexical.keys() & exclude:
+                del lexical[node_id]
         if tag is not None:
             allowed = self.tags.get(tag, set())
             lexical = {i: s for i, s in lexical.items() if i in allowed}
@@ -558,14 +577,16 @@ class SoulGraph:
             lexical = {i: s for i, s in lexical.items() if where(nodes[i])}
         return self._top(lexical, k, weight)
 
-    def _top(self, lexical: dict[str, float], k: int, weight: float, common: list[tuple[float, str]] = ()) -> list[Hit]:
+    def _top(self, lexical: dict[str, float], k: int, weight: float, common: list[tuple[float, str]] = (),
+             exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
         """The k best of the candidates once recency is applied; highest score first,
         equal scores to the smaller id, so ties never depend on how candidates were found.
 
         Candidates are `lexical` (id -> lexical score) and, when `common` words are given
         (rarest first, searched through masks), every other node holding any of them,
         scored by the common words alone. (A node of `lexical` is in the masks too, with a
-        lower score than its own: it is skipped there, see `_take_group`.)
+        lower score than its own: it is skipped there, see `_take_group`; so is a node of
+        `exclude`, which `lexical` must not hold.)
 
         Best-first search. The boost lies in [1, 1 + weight), so candidates are taken by
         descending best possible lexical score, and the taking stops once that score times
@@ -593,6 +614,7 @@ class SoulGraph:
         # Members are a list of ids or a mask; next word None: the members all score `score`.
         queue: list[tuple[float, int, float, list[str] | int, int | None]] = []
         arrival = itertools.count()  # breaks ties in the queue, so members are never compared
+        skip: Container[str] = lexical
         same_score: dict[float, list[str]] = {}
         for node_id, score in lexical.items():
             if score * reach >= floor:
@@ -601,6 +623,9 @@ class SoulGraph:
             queue.append((-score, next(arrival), score, node_ids, None))
         if common:
             everyone = (1 << self.index.n_slots) - 1
+            hidden_mask = getattr(exclude, "mask", None)
+            if hidden_mask:  # other users' memories never enter the groups
+                everyone &= ~hidden_mask
             queue.append((-still[0], next(arrival), 0.0, everyone, 0))
         heapq.heapify(queue)
         while queue:
@@ -609,7 +634,9 @@ class SoulGraph:
                 break  # nothing left in the queue can make the top k
             if position is None or position == len(common):
                 if isinstance(members, int):  # a group found through the masks
-                    self._take_group(top, score, members, tiers, skip=lexical)
+                    if exclude and skip is lexical and not getattr(exclude, "mask", None):
+                        skip = lexical.keys() | exclude  # made once, the first time it is needed
+                    self._take_group(top, score, members, tiers, skip=skip)
                 elif len(members) <= _SMALL_GROUP:
                     top.take(score, members)
                 else:  # many candidates of one score: hottest first, as for a mask group
@@ -673,7 +700,8 @@ class SoulGraph:
                        if has_slot(mask, index.slot(node_id)) and node_id not in skip)
         top.take(score, itertools.islice(in_id_order, top.k))
 
-    def _rank_pruned(self, query_words: set[str], k: int, weight: float) -> list[Hit]:
+    def _rank_pruned(self, query_words: set[str], k: int, weight: float,
+                     exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
         """Top-k by the same score as `_rank_exhaustive`, skipping hopeless candidates.
 
         Rare words first, member by member, with MaxScore pruning: once the words left
@@ -705,13 +733,14 @@ class SoulGraph:
                     return self._top(scores, k, weight)
             if position == common_start:
                 break
-            for node_id in index.posting(word):
+            holders = index.posting(word)
+            for node_id in (holders - exclude if exclude else holders):
                 scores[node_id] = scores.get(node_id, 0.0) + idf
         if common_start == len(weighted):
             return self._top(scores, k, weight)
         common = weighted[common_start:]
         self._add_to_known(scores, common)  # the rare words' candidates are now complete
-        return self._top(scores, k, weight, common)
+        return self._top(scores, k, weight, common, exclude)
 
     def _add_to_known(self, scores: dict[str, float], weighted: list[tuple[float, str]]) -> None:
         """Add the remaining words' weights to the candidates already found, and no others."""
@@ -721,17 +750,18 @@ class SoulGraph:
                 scores[node_id] += idf
 
     def related(self, text: str, k: int = 10, *, hint: str | None = None, recency_weight: float | None = None,
-                hits: list[Hit] | None = None, where: Callable[[Node], bool] | None = None) -> list[Hit]:
+                hits: list[Hit] | None = None, where: Callable[[Node], bool] | None = None,
+                exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
         """Search hits followed by their DAG parents and children.
 
         A neighbour inherits a share of its hit's score (parents more than children),
         so an old foundation under a strong recent hit outranks a weak direct match.
         `hits`: the search hits to start from, when another ranking found them
         (memory/ranking.py); by default this graph's `query`. `where`: the nodes it may
-        return (hits and neighbours alike).
+        return (hits and neighbours alike); `exclude`: ids it never returns.
         """
         if hits is None:
-            hits = self.query(text, k, hint=hint, recency_weight=recency_weight, where=where)
+            hits = self.query(text, k, hint=hint, recency_weight=recency_weight, where=where, exclude=exclude)
         best: dict[str, Hit] = {hit.node.id: hit for hit in hits}
         for hit in hits:
             for share, neighbours, relation in (
@@ -739,7 +769,8 @@ class SoulGraph:
                 (CHILD_SHARE, self.children, "child"),
             ):
                 for other in neighbours[hit.node.id]:
-                    if self.nodes[other].status != ACTIVE or (where is not None and not where(self.nodes[other])):
+                    if (self.nodes[other].status != ACTIVE or other in exclude
+                            or (where is not None and not where(self.nodes[other]))):
                         continue  # out of default recall, or not the reader's
                     score = hit.score * share
                     if other not in best or best[other].score < score:
@@ -969,7 +1000,7 @@ class SoulGraph:
         if node.scope != old_scope:
             self._unscope(node_id, old_scope)
             if node.scope:
-                self.scopes.setdefault(node.scope, set()).add(node_id)
+                self._scope_add(node_id, node.scope)
         if was_active != (node.status == ACTIVE):
             (self._reactivate if node.status == ACTIVE else self._deactivate)(node)
         self.dirty.add(node_id)
@@ -1062,12 +1093,37 @@ class SoulGraph:
         if cooler:
             self._tiers = RecencyTiers(self._hottest_slots)
 
+    def hidden_from(self, scope: str) -> "HiddenIds":
+        """The ids of every user's memory but `scope`'s: what a reader of `scope` (or of the
+        shared memories alone, scope "") must never get. Built once per scope, then kept up to
+        date by every change; read it, never change it."""
+        hidden = self._hidden.get(scope)
+        if hidden is None:
+            hidden = HiddenIds(set().union(*(ids for s, ids in self.scopes.items() if s != scope)))
+            hidden.mask = self.index.mask_of(hidden)
+            self._hidden[scope] = hidden
+        return hidden
+
+    def _scope_add(self, node_id: str, scope: str) -> None:
+        self.scopes.setdefault(scope, set()).add(node_id)
+        if self._hidden:
+            bit = 1 << self.index.slot(node_id)
+            for reader, hidden in self._hidden.items():
+                if reader != scope:
+                    hidden.add(node_id)
+                    hidden.mask |= bit
+
     def _unscope(self, node_id: str, scope: str) -> None:
         ids = self.scopes.get(scope) if scope else None
         if ids is not None:
             ids.discard(node_id)
             if not ids:
                 del self.scopes[scope]
+            if self._hidden:
+                keep = ~(1 << self.index.slot(node_id))  # a node keeps its slot for good
+                for hidden in self._hidden.values():
+                    hidden.discard(node_id)
+                    hidden.mask &= keep
 
     def _remove_node_data(self, node: Node) -> None:
         """Take a node out of every structure but the edges."""

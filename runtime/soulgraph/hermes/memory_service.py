@@ -301,7 +301,7 @@ class MemoryService:
         # deeper than twice the limit: a long session must not make every recall a deep one.
         depth = int(limit) + min(len(skip), int(limit)) + 2
         hits = [h for h in ranking.related(graph, query, depth, vectors=self.vectors,
-                                           where=scopes.Reader(scope).where(graph))
+                                           exclude=scopes.Reader(scope).hidden_ids(graph))
                 if h.node.id not in skip and h.node.privacy == "normal" and h.node.source != "hermes:session"]
         hits = hits[: int(limit)]
         lines, ids, used = [], [], 0

@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Callable, Protocol
+from typing import AbstractSet, Callable, Protocol
 
 from soulgraph.engine import hybrid, when
 from soulgraph.engine.graph import ACTIVE, Hit, Node, SoulGraph
@@ -103,17 +103,19 @@ def ranking_strength(node: Node, now: float, half_life: float = record.STRENGTH_
 def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None, tag: str | None = None,
            include_archived: bool = False, where: Callable[[Node], bool] | None = None,
            recency_weight: float | None = None, mmr_lambda: float | None = None,
-           vectors: Vectors | None = None, neighbours: bool = True, time_aware: bool = True) -> list[Hit]:
+           vectors: Vectors | None = None, neighbours: bool = True, time_aware: bool = True,
+           exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
     """The k memories recall returns for `text`, best first (see the module text). `vectors`,
     `neighbours` and `time_aware` are the steps of engine/hybrid.py; all off, recall is what it
-    was before them (the eval's `recall_before`)."""
+    was before them (the eval's `recall_before`). `exclude`: ids no step may return (other
+    users' memories, `SoulGraph.hidden_from`)."""
     if k <= 0:
         return []
     fused = vectors is not None and hybrid.is_question(text) and vectors.ready(graph)
     # Fused, the vectors' candidates are scored by the words too: a deeper word search adds nothing.
     depth = max(pool(k), CONTEXT_DEPTH if neighbours and not fused else 0)
     found = graph.query(text, depth, hint=hint, tag=tag, include_archived=include_archived, where=where,
-                        recency_weight=recency_weight)
+                        recency_weight=recency_weight, exclude=exclude)
     now, half_life = graph.clock(), graph.strength_half_life
     hits: dict[str, Hit] = {}
     reordered = False
@@ -123,24 +125,27 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
             hit, reordered = Hit(hit.node, hit.score * factor, hit.via), True
         hits[hit.node.id] = hit
     for hit in _replacements(graph, text, hint, hits, k, tag, where, now, half_life):
+        if hit.node.id in exclude:
+            continue
         if hit.node.id not in hits or hits[hit.node.id].score < hit.score:
             hits[hit.node.id], reordered = hit, True
     # The search's own order is (-score, id) already, unless a score changed here.
     ranked = sorted(hits.values(), key=lambda h: (-h.score, h.node.id)) if reordered else found
     ranked = _hybrid(graph, text, ranked, k, tag, include_archived, where, vectors if fused else None, neighbours,
-                     time_aware, recency_weight)
+                     time_aware, recency_weight, exclude)
     question = frozenset(words(text) | (words(hint) if hint else set()))
     return diversify(ranked, k, MMR_LAMBDA if mmr_lambda is None else mmr_lambda, question)
 
 
 def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | None, include_archived: bool,
             where: Callable[[Node], bool] | None, vectors: Vectors | None, neighbours: bool,
-            time_aware: bool = True, recency_weight: float | None = None) -> list[Hit]:
+            time_aware: bool = True, recency_weight: float | None = None,
+            exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
     """Neighbour context, the vectors for a question, and the time it names (engine/hybrid.py)."""
 
     def accept(node: Node) -> bool:
         return ((include_archived or node.status == ACTIVE) and (tag is None or tag in node.tags)
-                and (where is None or where(node)))
+                and (where is None or where(node)) and node.id not in exclude)
 
     span = when.window(text, graph.clock()) if time_aware else None
     if vectors is None and not neighbours and span is None:
@@ -153,7 +158,8 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
         if tag is None and where is None and not include_archived:
             # A plain search keeps the active memories: those in the word index (the graph keeps
             # the others in its archive index). Asking it reads no node.
-            keep = graph.index.membership()
+            member = graph.index.membership()
+            keep = (lambda i: member(i) and i not in exclude) if exclude else member  # noqa: E731
         else:
             keep = lambda i: (node := nodes.get(i)) is not None and accept(node)  # noqa: E731
         nearest = vectors.nearest_ids(text, max(pool(k), FUSION_DEPTH), keep)
@@ -168,12 +174,13 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
 
 
 def related(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
-            vectors: Vectors | None = None, where: Callable[[Node], bool] | None = None) -> list[Hit]:
+            vectors: Vectors | None = None, where: Callable[[Node], bool] | None = None,
+            exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
     """What `soul_related` returns: recall's hits, then their DAG parents and children
     (`SoulGraph.related`; neighbours inherit a share of a hit's score, all sorted by score).
-    `where`: only the memories it accepts, hits and neighbours alike (a reader's scope)."""
-    return graph.related(text, k, hint=hint, where=where,
-                         hits=recall(graph, text, k, hint=hint, vectors=vectors, where=where))
+    `where`, `exclude`: only the memories it accepts, none it excludes, hits and neighbours alike."""
+    return graph.related(text, k, hint=hint, where=where, exclude=exclude,
+                         hits=recall(graph, text, k, hint=hint, vectors=vectors, where=where, exclude=exclude))
 
 
 def _replacements(graph: SoulGraph, text: str, hint: str | None, hits: dict[str, Hit], k: int, tag: str | None,

@@ -13,8 +13,9 @@ OpenAI-compatible API). Every memory carries a `scope` (memory/record.py):
 
 A `Reader` is who is reading: it sees the shared memories and those of its own scope,
 never another user's. Every read path takes `Reader.where(graph)`, the predicate the
-engine's searches, walks and listings accept; it is None (no cost at all) when the graph
-holds no memory the reader must not see. Writes carry the writer's scope; turning a user's
+engine's walks and listings accept, and `Reader.hidden_ids(graph)`, the ids a search leaves
+out as it goes (`exclude=`); both cost nothing when the graph holds no memory the reader must
+not see. Writes carry the writer's scope; turning a user's
 memory into a shared one is an operator's act (`python -m soulgraph.store share`), never
 automatic.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import AbstractSet, Callable
 
 from soulgraph.engine.graph import Node, SoulGraph, UnknownNode
 from soulgraph.memory import record
@@ -118,6 +119,11 @@ class Reader:
         if also is None:
             return lambda node: node.scope == SHARED or node.scope == mine
         return lambda node: (node.scope == SHARED or node.scope == mine) and also(node)
+
+    def hidden_ids(self, graph: SoulGraph) -> AbstractSet[str]:
+        """The ids this reader must never get: for searches (`exclude=`), which leave them out
+        as they go and so stay the fast pruned search. Kept up to date by the graph."""
+        return frozenset() if self.everything or not graph.scopes else graph.hidden_from(self.scope)
 
     def get(self, graph: SoulGraph, node_id: str) -> Node:
         """The node, if this reader may see it; otherwise the engine's own "unknown node id"

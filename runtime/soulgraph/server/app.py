@@ -250,7 +250,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         too. Use before building on earlier work."""
         graph = tools.read()
         return {"results": tools.hits(ranking.related(graph, query, limit, hint=hint or None, vectors=tools.vectors,
-                                                      where=tools.where(graph)))}
+                                                      exclude=tools.reader.hidden_ids(graph)))}
 
     @tool(READ)
     async def soul_query(query: QueryText, limit: Limit = 10, hint: Hint = "", tag: Tag | None = None,
@@ -275,7 +275,8 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
                                true_at=times["valid_at"])
         graph = tools.read()
         out_of_recall_too = include_archived or times["valid_at"] is not None or status not in (None, record.DEFAULT_STATUS)
-        found = ranking.recall(graph, query, limit, hint=hint or None, tag=tag, where=tools.where(graph, accept),
+        found = ranking.recall(graph, query, limit, hint=hint or None, tag=tag, where=accept,
+                               exclude=tools.reader.hidden_ids(graph),
                                include_archived=out_of_recall_too, vectors=tools.vectors)
         return {"results": tools.hits(found)}
 
@@ -361,7 +362,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
                                                             scope=tools.reader.scope))
         node = written.node
         graph = soul.loaded
-        related = ranking.related(graph, content, 5, where=tools.where(graph))
+        related = ranking.related(graph, content, 5, exclude=tools.reader.hidden_ids(graph))
         answer = {"hypothesis": {"id": node.id, "content": node.content, "tags": node.tags,
                                  "parents": sorted(graph.branch_parents[node.id])},
                   "related": tools.hits(related)}
