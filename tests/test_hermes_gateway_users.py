@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -204,6 +205,11 @@ def test_api_server_callers_with_their_own_session_keys_get_only_their_own_memor
     # Hermes derives the session id from the first message alone: bob's session and alice's
     # second one are the same session to it, and still two users to the soul graph.
     assert bob_session and bob_session == alice_session
+    # The API server makes an agent, and so a provider, per request and never shuts one down:
+    # all of them share one memory service (not one child left behind per request).
+    services = [pid for pid in hermes_gateway._descendants(gateway.process.pid)
+                if b"soulgraph.hermes.memory_service" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(services) == 1, services
 
 
 def test_webhook_routes_are_users_of_their_own(gateway):

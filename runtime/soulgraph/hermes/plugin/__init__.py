@@ -14,6 +14,12 @@ the write sent again, under an id of its own (`turn_id`, `write_id`) by which th
 recognises one it already stored. The queue holds at most MAX_PENDING writes; when it is full
 the oldest waiting one is dropped and logged, and Hermes never waits.
 
+One memory service per soul file serves every provider of a Hermes process (`shared_client`):
+a gateway makes an agent, and so a provider, per session (its API server one per request,
+and it never shuts them down), and requests carry their scope, so one child is enough. It
+ends with the last provider's shutdown; a provider's writer thread ends after IDLE_SECONDS
+with nothing to send, so a provider Hermes drops holds no thread.
+
 Scopes: a gateway serves many users through one agent. Every request names the scope of the
 session's user (`session_scope`), and the service reads the shared memories and that user's
 only, and writes into that user's. Cron jobs and flush passes write nothing; a subagent
@@ -52,6 +58,7 @@ RETRY_PAUSE = (0.05, 5.0)
 # The longest request line the service reads (memory_service.MAX_LINE_CHARS): a longer write is
 # dropped here, with a log line, instead of being refused there over and over.
 MAX_LINE_CHARS = 64 << 20
+IDLE_SECONDS = 60.0  # a writer thread with nothing to send ends after this; the next write starts one
 PREFETCH_HEADER = "From the soul graph (earlier sessions and what was learnt in them):"
 
 
@@ -229,6 +236,34 @@ class ServiceClient:
             process.wait(1.0)
 
 
+_SHARED: Dict[tuple, List[Any]] = {}  # (python, soul file, log) -> [client, providers using it]
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_client(python: str, soul_file: str, log_path: Optional[Path]) -> ServiceClient:
+    """The memory service client for this soul file, one per process (see the module text)."""
+    key = (python, soul_file, str(log_path))
+    with _SHARED_LOCK:
+        entry = _SHARED.get(key)
+        if entry is None or entry[0]._closed:
+            entry = _SHARED[key] = [ServiceClient(python, soul_file, log_path), 0]
+        entry[1] += 1
+        return entry[0]
+
+
+def release_client(client: ServiceClient) -> None:
+    """One provider is done with `client`: the last one stops the service."""
+    with _SHARED_LOCK:
+        for key, entry in list(_SHARED.items()):
+            if entry[0] is client:
+                entry[1] -= 1
+                if entry[1] > 0:
+                    return
+                del _SHARED[key]
+                break
+    client.stop()
+
+
 def _close_input(process: subprocess.Popen) -> None:
     try:
         process.stdin.close()
@@ -259,6 +294,7 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self._generation = 0
         self.dropped = 0  # writes dropped because the queue was full
         self._worker: Optional[threading.Thread] = None
+        self._worker_generation = 0
 
     @property
     def name(self) -> str:
@@ -287,7 +323,9 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self.writes = context == "primary"
         self.memory_writes = context in ("primary", "subagent")
         logs = home / "logs"
-        self.client = ServiceClient(self.settings["python"], self.settings["soul_file"],
+        if self.client is not None:  # initialized again without a shutdown: one share, not two
+            release_client(self.client)
+        self.client = shared_client(self.settings["python"], self.settings["soul_file"],
                                     logs / "soulgraph-memory.log" if logs.is_dir() else None)
         threading.Thread(target=self._build_block, name="soulgraph-snapshot", daemon=True).start()
         with self._pending_changed:
@@ -295,6 +333,13 @@ class SoulgraphMemoryProvider(MemoryProvider):
             # one still finishing a call sees the generation change and ends.
             self._stopping = False
             self._generation += 1
+            self._start_writer()
+
+    def _start_writer(self) -> None:
+        """A writer thread, unless one is running (call holding `_pending_changed`)."""
+        if self._worker is not None and self._worker.is_alive() and self._worker_generation == self._generation:
+            return
+        self._worker_generation = self._generation
         self._worker = threading.Thread(target=self._drain, args=(self._generation,), name="soulgraph-writes",
                                         daemon=True)
         self._worker.start()
@@ -363,6 +408,7 @@ class SoulgraphMemoryProvider(MemoryProvider):
                 logger.warning("soulgraph: write queue full (%d writes the memory service has not acknowledged): "
                                "dropped the oldest, %s %s", MAX_PENDING, old_op, _describe(old_op, old_args))
             self._pending.append((op, args))
+            self._start_writer()  # the last one may have ended, idle
             self._pending_changed.notify_all()
 
     def _drain(self, generation: int) -> None:
@@ -370,8 +416,14 @@ class SoulgraphMemoryProvider(MemoryProvider):
         pause = RETRY_PAUSE[0]
         while True:
             with self._pending_changed:
+                idle_until = time.monotonic() + IDLE_SECONDS
                 while not self._pending and not self._stopping and generation == self._generation:
-                    self._pending_changed.wait()
+                    left = idle_until - time.monotonic()
+                    if left <= 0:  # nothing to send for a while: end; _submit starts another
+                        if self._worker is threading.current_thread():
+                            self._worker = None
+                        return
+                    self._pending_changed.wait(left)
                 if self._stopping or generation != self._generation:
                     return
                 item = self._sending = self._pending[0]
@@ -498,7 +550,8 @@ class SoulgraphMemoryProvider(MemoryProvider):
         if left:
             logger.warning("soulgraph: %d write(s) not acknowledged by the memory service at shutdown, "
                            "not written", left)
-        self.client.stop()
+        client, self.client = self.client, None
+        release_client(client)
 
 
 def _describe(op: str, args: Dict[str, Any]) -> str:
