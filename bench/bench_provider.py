@@ -1,6 +1,6 @@
 """What the soul graph memory provider adds to a Hermes turn, as Hermes' own loop sees it.
 
-    .venv/bin/python bench/bench_provider.py [--nodes 10000] [--turns 300]
+    .venv/bin/python bench/bench_provider.py [--nodes 10000] [--turns 300] [--users 20]
 
 A synthetic soul file (bench/synthetic.py) and a throwaway Hermes home with the plugin
 installed. Then, in Hermes' own venv, Hermes' `MemoryManager` (agent/memory_manager.py, the
@@ -14,6 +14,11 @@ object `run_agent` calls each turn) with one external provider:
 Per turn: `prefetch_all(question)` (the turn waits for it), then `sync_all(user, assistant)`
 (queued; the time is what the turn pays to queue it), then, outside the timing,
 `flush_pending` so writes cannot pile up. p50/p99 in ms, and the ratio to the baseline.
+
+With `--users N`, a third arm: the same soul with its memories spread over N users (one in
+N + 1 shared, the rest each one user's, memory/scopes.py), asked by one of them through a
+gateway session (telegram, user 1001): the cost of keeping users apart, as the ratio of its
+prefetch p50 to the same soul unscoped asked by the same user.
 
 Then whole sessions: `hermes -z QUESTION` against the local model stub (tests/openai_stub.py),
 `--sessions` times with no memory provider and as many with soulgraph, alternating: the wall
@@ -58,11 +63,12 @@ DRIVER = textwrap.dedent('''
     import json, sys, time
     from agent.memory_manager import MemoryManager
     from plugins.memory import load_memory_provider
-    name, home, turns = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    name, home, turns, user = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     questions = json.loads(sys.stdin.read())
     manager = MemoryManager()
     manager.add_provider(load_memory_provider(name))
-    manager.initialize_all(session_id="bench", hermes_home=home, platform="cli", agent_context="primary")
+    who = {"platform": "telegram", "user_id": user} if user else {"platform": "cli"}
+    manager.initialize_all(session_id="bench", hermes_home=home, agent_context="primary", **who)
     block = manager.build_system_prompt()  # waits for the frozen snapshot, as session start does
     prefetch, sync, injected = [], [], 0
     for i in range(turns):
@@ -79,13 +85,21 @@ DRIVER = textwrap.dedent('''
 ''')
 
 
+def spread_over_users(graph, users: int):
+    """One memory in `users + 1` stays shared; the others each go to one of `users` users."""
+    for position, node_id in enumerate(sorted(graph.nodes, key=lambda i: int(i[1:]))):
+        if position % (users + 1):
+            graph.update(node_id, scope=f"telegram:{1000 + position % (users + 1)}")
+    return graph
+
+
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
-def run(python: Path, home: Path, provider: str, turns: int, questions: list[str]) -> dict:
-    proc = subprocess.run([str(python), "-c", DRIVER, provider, str(home), str(turns)], input=json.dumps(questions),
+def run(python: Path, home: Path, provider: str, turns: int, questions: list[str], user: str = "") -> dict:
+    proc = subprocess.run([str(python), "-c", DRIVER, provider, str(home), str(turns), user], input=json.dumps(questions),
                           capture_output=True, text=True, timeout=600, env=hermes_client.hermes_env(home))
     if proc.returncode != 0:
         raise SystemExit(f"{provider}: the driver failed:\n{proc.stderr[-3000:]}")
@@ -97,6 +111,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--sessions", type=int, default=5, help="one-shot Hermes sessions per arm (0: skip)")
+    parser.add_argument("--users", type=int, default=0, help="also the same soul spread over this many users")
     args = parser.parse_args()
     python = hermes_client.ensure_hermes_venv().parent / "python"
     with tempfile.TemporaryDirectory(prefix="bench-provider-") as folder:
@@ -108,7 +123,13 @@ def main() -> None:
         noop.mkdir(parents=True)
         (noop / "__init__.py").write_text(NOOP_PLUGIN)
         questions = synthetic.questions(200)
-        results = {name: run(python, home, name, args.turns, questions) for name in ("noop", "soulgraph")}
+        user = "1001" if args.users else ""
+        results = {name: run(python, home, name, args.turns, questions, user) for name in ("noop", "soulgraph")}
+        if args.users:
+            scoped = hermes_client.make_hermes_home(Path(folder) / "scoped")
+            SoulFile(scoped / "soul.json").save(spread_over_users(synthetic.build(args.nodes), args.users))
+            plugin_files.write(plugin_files.plan(scoped, sys.executable, scoped / "soul.json"))
+            results[f"{args.users} users"] = run(python, scoped, "soulgraph", args.turns, questions, user)
     base = results["noop"]
     print(f"python {sys.version.split()[0]} (driver: Hermes' venv), {args.nodes:,}-node soul file, {args.turns} turns; "
           f"ms per turn")
@@ -121,6 +142,10 @@ def main() -> None:
         print(f"{name:<10} | {p50:>7.2f}/{p99:<8.2f} | {ratio:>10.1f} | {s50:>7.3f}/{s99:<8.3f} | {r['injected']:>8} | {r['block_chars']:>11}")
     added = (percentile(results["soulgraph"]["prefetch"], 0.5) - percentile(base["prefetch"], 0.5)) * 1e3
     print(f"prefetch added to a turn by the soul graph, p50: {added:.2f} ms (requirement: <= 5 ms)")
+    if args.users:
+        scoped_p50 = percentile(results[f"{args.users} users"]["prefetch"], 0.5)
+        print(f"{args.users} users against one: prefetch p50 x{scoped_p50 / percentile(results['soulgraph']['prefetch'], 0.5):.2f} "
+              "(requirement: <= 1.10)")
     if args.sessions:
         sessions(args.nodes, args.sessions)
 
