@@ -319,7 +319,8 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         """Record a new memory, decision or belief. Name the nodes it was built on in
         `parents` (or link them later with soul_link). Returns the new node and its id.
         Text holding a secret (a key, a token, a password) is refused: store where the
-        secret lives instead."""
+        secret lives instead. Every user of this agent sees it, unless this server serves one
+        user (soul_summary's scope says which)."""
         written = tools.change(lambda graph: remember(
             graph, content, tags, writer="tool:soul_add", parents=parents, pinned=pinned, kind=kind,
             source=source, confidence=confidence, importance=importance, where="soul_add", scope=tools.reader.scope))
