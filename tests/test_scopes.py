@@ -305,3 +305,36 @@ def test_the_plugin_names_users_as_the_service_checks_them(hermes_home):
     assert keys == [scopes.user_scope(p, u, a) for p, u, a in users]
     assert all(scopes.check(k) == k for k in keys)
     assert session_keys == ["", "api_server:session:s2", "api_server:key:user:alice", "telegram:7", ""]
+
+
+DELEGATION = textwrap.dedent("""
+    import json, sys
+    from agent.memory_manager import MemoryManager
+    from plugins.memory import load_memory_provider
+    manager = MemoryManager()
+    manager.add_provider(load_memory_provider("soulgraph"))
+    manager.initialize_all(session_id="parent-1", hermes_home=sys.argv[1], platform="telegram",
+                           agent_context="primary", user_id="1001")
+    manager.on_delegation("Find the cheapest train from Leeds to York on Friday",
+                          "The 07:12 for 8.40 GBP; I prefer the later one at 09:00.", child_session_id="child-9")
+    manager.flush_pending(timeout=30)
+    manager.on_session_end([])  # consolidation reads the session's turns
+    manager.shutdown_all()
+""")
+
+
+def test_what_a_subagent_did_is_written_for_the_parent_sessions_user(hermes_home):
+    """Hermes 0.19 starts no provider for a subagent; its parent hears of it (on_delegation)
+    and that lands in the parent's user's scope, in the assistant's part (never promoted)."""
+    from tests.test_hermes_provider import install_plugin
+
+    install_plugin(hermes_home, hermes_home / "soul.json")
+    python = hermes_client.ensure_hermes_venv().parent / "python"
+    proc = subprocess.run([str(python), "-c", DELEGATION, str(hermes_home)], capture_output=True, text=True,
+                          timeout=120, env=hermes_client.hermes_env(hermes_home))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    graph = SoulFile(hermes_home / "soul.json").graph()
+    (turn,) = [n for n in graph.nodes.values() if "Leeds to York" in n.content]
+    assert turn.scope == "telegram:1001" and "session:parent-1" in turn.tags
+    assert turn.content.startswith("User: \nAssistant: A subagent (child-9) was asked: Find the cheapest train")
+    assert not [n for n in graph.nodes.values() if n.kind == "preference"]  # the subagent's "I prefer" is not the user's

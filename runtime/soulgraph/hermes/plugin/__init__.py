@@ -22,8 +22,9 @@ with nothing to send, so a provider Hermes drops holds no thread.
 
 Scopes: a gateway serves many users through one agent. Every request names the scope of the
 session's user (`session_scope`), and the service reads the shared memories and that user's
-only, and writes into that user's. Cron jobs and flush passes write nothing; a subagent
-writes memory-tool entries (not its turns) in the scope it was given.
+only, and writes into that user's. Cron jobs and flush passes write nothing; what a subagent did comes back to
+its parent (`on_delegation`) and is written as a turn of the parent's session, in the
+parent's user's scope (Hermes 0.19 starts no provider for a subagent itself).
 """
 
 from __future__ import annotations
@@ -475,6 +476,18 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self._submit("sync_turn", {"user": user_content or "", "assistant": assistant_content or "",
                                    "session_id": session_id or self.session_id, "platform": self.platform,
                                    "user_id": self.user_id, "messages": _plain(messages or []) or [],
+                                   "turn_id": uuid.uuid4().hex})
+
+    def on_delegation(self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any) -> None:
+        """A subagent of this session finished: what it was asked and what it answered, as a
+        turn of this session (so in its user's scope). Its words are the agent's, not the
+        user's: they go in the assistant's part, which consolidation never promotes."""
+        if not (task or "").strip() and not (result or "").strip():
+            return
+        done = f"A subagent{f' ({child_session_id})' if child_session_id else ''} was asked: {task or ''}\n" \
+               f"It answered: {result or ''}"
+        self._submit("sync_turn", {"user": "", "assistant": done, "session_id": self.session_id,
+                                   "platform": self.platform, "user_id": self.user_id, "messages": [],
                                    "turn_id": uuid.uuid4().hex})
 
     def on_memory_write(self, action: str, target: str, content: str,
