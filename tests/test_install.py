@@ -424,3 +424,20 @@ def test_only_the_newest_config_backups_are_kept(home, capsys):
     left = sorted(p.name for p in home.glob("config.yaml.bak-soulgraph-*"))
     assert len(left) == KEEP_BACKUPS and Path(report["backup"]).name in left
     assert "config.yaml.bak-soulgraph-20260100T000000Z" not in left and mine.exists()
+
+
+def test_the_mcp_scope_is_set_by_the_operator_and_kept_by_every_later_install(home, capsys):
+    """A personal bot's owner serves their own memories to the MCP tools once; a fleet-update
+    re-running the installer must not drop it, nor a bad scope be written."""
+    code, report, _ = run_main(["--hermes-home", str(home), "--python", "/p/python", "--mcp-scope", "telegram:1001"],
+                               capsys)
+    assert code == 0
+    args = load(home / "config.yaml")["mcp_servers"]["soul"]["args"]
+    assert args[args.index("--scope") + 1] == "telegram:1001" and args[-1] == "--structured-only"
+    code, report, _ = run_main(["--hermes-home", str(home), "--python", "/p/python"], capsys)
+    assert (code, report["mcp_server"]) == (0, "unchanged")
+    code, report, _ = run_main(["--hermes-home", str(home), "--python", "/p/python", "--mcp-scope", "shared"], capsys)
+    assert report["mcp_server"] == "updated" and "--scope" not in load(home / "config.yaml")["mcp_servers"]["soul"]["args"]
+    with pytest.raises(SystemExit):
+        run_main(["--hermes-home", str(home), "--mcp-scope", "alice"], capsys)
+    assert "is not 'platform:user'" in capsys.readouterr().err

@@ -61,6 +61,11 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
+def load(text: str, label: str) -> Any:
+    """config.yaml's settings as plain dicts and lists; ConfigError when it is not YAML."""
+    return plain(_load(text, label))
+
+
 def _load(text: str, label: str) -> Any:
     try:
         return YAML(typ="rt").load(text)

@@ -35,7 +35,8 @@ from typing import Any
 
 from soulgraph.store.atomic import write_atomically
 from soulgraph.hermes import install_record, install_state, plugin_files
-from soulgraph.hermes.config import ConfigError, plan_entry
+from soulgraph.hermes.config import SERVERS_KEY, ConfigError, load as load_config, plan_entry
+from soulgraph.memory import scopes
 from soulgraph.hermes.provider_config import plan_provider
 from soulgraph.hermes.home import HermesHomeError, resolve_home
 from soulgraph.hermes.uninstall import uninstall
@@ -87,9 +88,11 @@ def new_report(home: Path | None, profile: str | None, check: bool) -> dict[str,
 
 def install(hermes_home: str | os.PathLike[str] | None = None, *, check: bool = False,
             python: str | None = None, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS,
-            memory_provider: str = "auto", seed_backups: bool = False) -> dict[str, Any]:
+            memory_provider: str = "auto", seed_backups: bool = False, mcp_scope: str | None = None) -> dict[str, Any]:
     """`memory_provider`: auto (install the plugin; select it when no other provider is
-    chosen), soulgraph (select it even over another), none (leave plugins and provider alone)."""
+    chosen), soulgraph (select it even over another), none (leave plugins and provider alone).
+    `mcp_scope`: the scope the MCP server serves (memory/scopes.py; "" shared); None keeps the
+    one the entry has (a `--scope` an operator set survives every later install)."""
     if memory_provider not in MEMORY_PROVIDER_CHOICES:
         raise ValueError(f"memory_provider must be one of {', '.join(MEMORY_PROVIDER_CHOICES)}, got {memory_provider!r}")
     try:
@@ -109,7 +112,8 @@ def install(hermes_home: str | os.PathLike[str] | None = None, *, check: bool = 
         return report
 
     plugin = plugin_files.plan(home, server_python(python), home / SOUL_FILE) if memory_provider != "none" else None
-    _install_config(report, home, config, home / SOUL_FILE, python, check, toolsets, memory_provider, plugin)
+    _install_config(report, home, config, home / SOUL_FILE, python, check, toolsets, memory_provider, plugin,
+                    mcp_scope)
     if report["mcp_server"] != "error":
         _install_seed(report, home, check, seed_backups)
         _install_skill(report, home, check)
@@ -124,7 +128,7 @@ def install(hermes_home: str | os.PathLike[str] | None = None, *, check: bool = 
 # ------------------------------------------------------------------ 1. config.yaml: MCP entry and provider
 def _install_config(report: dict[str, Any], home: Path, config: Path, soul_file: Path, python: str | None,
                     check: bool, toolsets: tuple[str, ...], memory_provider: str,
-                    plugin: plugin_files.PluginPlan | None) -> None:
+                    plugin: plugin_files.PluginPlan | None, mcp_scope: str | None = None) -> None:
     """Both config.yaml edits, planned on the text in turn; then the plugin's files, then
     config.yaml written once. Nothing is written when either edit cannot be made."""
     target = config.resolve()  # a symlinked config.yaml (dotfiles) is edited where it lives
@@ -135,7 +139,9 @@ def _install_config(report: dict[str, Any], home: Path, config: Path, soul_file:
     except OSError as exc:
         return _fail(report, "mcp_server", f"{config} cannot be read ({exc.strerror}); left untouched")
     try:
-        edit = plan_entry(text, SERVER_NAME, mcp_entry(soul_file, python, toolsets), ENTRY_DEFAULTS, label=str(config))
+        scope = entry_scope(text, str(config)) if mcp_scope is None else mcp_scope
+        edit = plan_entry(text, SERVER_NAME, mcp_entry(soul_file, python, toolsets, scope), ENTRY_DEFAULTS,
+                          label=str(config))
     except ConfigError as exc:
         return _fail(report, "mcp_server", str(exc))
     report["mcp_server"] = edit.status
@@ -192,17 +198,35 @@ _MISSING = object()
 ENTRY_DEFAULTS = {"enabled": True, "timeout": 60, "connect_timeout": 30}
 
 
-def mcp_entry(soul_file: Path, python: str | None, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS) -> dict[str, Any]:
+def mcp_entry(soul_file: Path, python: str | None, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS,
+              scope: str = "") -> dict[str, Any]:
     # The default toolset is not spelled out, so entries written before toolsets existed stay as they are.
     chosen = [] if tuple(toolsets) == DEFAULT_TOOLSETS else ["--toolsets", ",".join(toolsets)]
+    served = ["--scope", scope] if scope else []  # shared, the default, is not spelled out either
     return {
         "command": server_python(python),
         # --structured-only: Hermes hands the model both the text and the structured copy of a
         # result; with only the structured one, the model reads each result once (server/answers.py).
-        "args": ["-m", "soulgraph.mcp", "--soul-file", str(soul_file), *chosen, "--structured-only"],
+        "args": ["-m", "soulgraph.mcp", "--soul-file", str(soul_file), *chosen, *served, "--structured-only"],
         # Without these Hermes adds four resource/prompt helper tools we do not serve.
         "tools": {"resources": False, "prompts": False},
     }
+
+
+def entry_scope(text: str, label: str) -> str:
+    """The `--scope` our entry in config.yaml already passes ("" when none): an operator's
+    choice that a re-install must not drop."""
+    doc = load_config(text, label)
+    servers = doc.get(SERVERS_KEY) if isinstance(doc, dict) else None
+    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None  # a bad shape: plan_entry says so
+    args = entry.get("args") if isinstance(entry, dict) else None
+    if not isinstance(args, list) or "--scope" not in args:
+        return ""
+    at = args.index("--scope") + 1
+    try:
+        return scopes.parse(str(args[at])) if at < len(args) else ""
+    except scopes.ScopeError as exc:
+        raise ConfigError(f"{label}: {SERVERS_KEY}.{SERVER_NAME} passes --scope {args[at]!r}: {exc}; left untouched") from None
 
 
 def _backup(path: Path) -> Path:
@@ -324,6 +348,13 @@ def _fail(report: dict[str, Any], step: str, message: str) -> None:
     report["errors"].append(message)
 
 
+def _scope_arg(text: str) -> str:
+    try:
+        return scopes.parse(text)
+    except scopes.ScopeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m soulgraph.install",
@@ -343,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed-backups", action="store_true",
                         help="when seeding soul.json, also read Hermes' backups of the memory files "
                         "(memories/*.md.bak.*; by default they are skipped and named in the report)")
+    parser.add_argument("--mcp-scope", type=_scope_arg, default=None, metavar="SCOPE",
+                        help="whose memories the MCP server serves besides the shared ones: 'shared' or "
+                        "'platform:user' (default: what the entry passes now, else shared)")
     parser.add_argument("--remove", action="store_true",
                         help="take everything out again: config.yaml as it was before the first install "
                         "(byte for byte when untouched since), the skill, the plugin; soul.json is kept")
@@ -352,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         report = uninstall(args.hermes_home, check=args.check)
     else:
         report = install(args.hermes_home, check=args.check, python=args.python, toolsets=args.toolsets,
-                         memory_provider=args.memory_provider, seed_backups=args.seed_backups)
+                         memory_provider=args.memory_provider, seed_backups=args.seed_backups,
+                         mcp_scope=args.mcp_scope)
     if not args.check and report.get("hermes_home"):
         # What a later deploy compares to skip a run that would change nothing (install_record.py).
         home = Path(report["hermes_home"])
