@@ -115,3 +115,42 @@ def test_locomo_through_the_memory_provider(capsys):
     assert max(tight["injected_items"]) == 1
     assert main(["provider", str(FIXTURE), "--budget", "600"]) == 0
     assert "through the memory provider" in capsys.readouterr().out
+
+
+def _two_users(tmp_path):
+    """The fixture's conversation and a second one made from it (other names, other boat), so
+    two users share one soul."""
+    first = json.loads(FIXTURE.read_text(encoding="utf-8"))[0]
+    second = json.loads(json.dumps(first).replace("Ada", "Cleo").replace("Ben", "Dev").replace("sailboat", "canoe"))
+    second["sample_id"] = "fixture-2"
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps([first, second]), encoding="utf-8")
+    return path
+
+
+def test_provider_users_together_alone_and_crowd(tmp_path, capsys):
+    """One soul for two users, each its own scope, recalls within a user as two souls do; with
+    no scopes, the other user's memories take places in what is injected."""
+    from soulgraph.eval.provider import METHOD, compare, compare_text, replay, scores
+
+    path = _two_users(tmp_path)
+    data = read_locomo(path)
+    together = replay(data, limit=10, users="together", direct=False)
+    assert together["stats"]["souls"] == 1 and together["stats"]["conversations"] == 2
+    assert together["stats"]["turns"] == 18 and len(together["questions"]) == 12
+    assert together["stats"]["injected from another conversation"] == 0  # the scopes hold
+    crowd = replay(data, limit=10, users="crowd", direct=False)
+    assert crowd["stats"]["injected from another conversation"] > 0
+    result = compare(data, limit=10)
+    assert set(result["runs"]) == {"alone", "together", "crowd"}
+    alone = scores(result["runs"]["alone"]["questions"])
+    assert abs(scores(result["runs"]["together"]["questions"])["R@10"] - alone["R@10"]) <= 0.01
+    snapped = {q.subject: q for q in together["questions"]}["fixture-2 q3"]
+    assert recall_at(snapped, METHOD, 1) == 1.0  # the second user's own rope, first
+    table = compare_text(str(path), result)
+    assert "together" in table and "Δ R@10" in table and "R@10 by category" in table
+    assert main(["provider", str(path), "--users", "all", "--limit", "10"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"\n{users} " in out for users in ("alone", "together", "crowd"))
+    assert main(["provider", str(FIXTURE), "--users", "together"]) == 0
+    assert "a scope per conversation" in capsys.readouterr().out

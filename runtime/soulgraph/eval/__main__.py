@@ -8,6 +8,7 @@ import sys
 
 from soulgraph.eval.ledger import read_ledger
 from soulgraph.eval.locomo import read_locomo, replay_locomo
+from soulgraph.eval.provider import USERS, compare as compare_provider, compare_text as provider_compare_text
 from soulgraph.eval.provider import replay as replay_provider, text as provider_text
 from soulgraph.eval.replay import replay_ledger
 from soulgraph.eval.report import ledger_report, ledger_text, locomo_report, locomo_text
@@ -44,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     provider.add_argument("file")
     provider.add_argument("--budget", type=int, default=1500, help="characters prefetch may inject (default 1500)")
     provider.add_argument("--limit", type=int, default=8, help="memories prefetch may inject (default 8)")
+    provider.add_argument("--users", choices=(*USERS, "all"), default="alone",
+                          help="alone: a soul per conversation (default); together: one soul, each conversation "
+                               "its own user (scope locomo:<sample_id>); crowd: one soul, no scopes; "
+                               "all: the three on the same questions, in one table")
 
     synth = commands.add_parser("synth", help="write a synthetic ledger (for scale runs)")
     synth.add_argument("output")
@@ -65,8 +70,12 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(report, indent=2) if args.json else supersede_text(report))
             return 0
         if args.command == "provider":
-            result = replay_provider(read_locomo(args.file), budget=args.budget, limit=args.limit)
-            print(provider_text(args.file, result))
+            data = read_locomo(args.file)
+            if args.users == "all":
+                print(provider_compare_text(args.file, compare_provider(data, budget=args.budget, limit=args.limit)))
+            else:
+                result = replay_provider(data, budget=args.budget, limit=args.limit, users=args.users)
+                print(provider_text(args.file, result))
             return 0
         methods = parse_methods(args.methods)
         if args.command == "ledger":
