@@ -172,6 +172,31 @@ def test_a_large_index_is_searched_on_its_shortlist_and_a_small_one_exactly(monk
     assert index.shortlist_due()
 
 
+def test_skipped_rows_are_never_returned_and_an_exact_search_ranks_the_rest_as_before(monkeypatch):
+    """Other users' rows left out of the search itself (`skip`): below the shortlist the answer
+    is the unskipped ranking with those rows taken out; on the shortlist, n rows, none skipped;
+    and a skip made before rows were added or removed still holds for the rows it named."""
+    monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 256)
+    monkeypatch.setattr(embeddings, "SHORTLIST_DIMENSIONS", 16)
+    rows = _sentence_like_rows(600, 48, seed=3)
+    index = VectorIndex(48)
+    for n, row in enumerate(rows[:200]):
+        index.put(f"m{n:04d}", row)
+    hidden = {f"m{n:04d}" for n in range(0, 200, 3)}
+    skip = index.rows_of(hidden | {"not-a-node"})
+    for query in rows[[1, 5, 90]]:
+        every = index.nearest_ids(query, 200)
+        assert index.nearest_ids(query, 20, skip) == [i for i in every if i not in hidden][:20]
+    for n, row in enumerate(rows[200:], 200):
+        index.put(f"m{n:04d}", row)
+    index.fit_shortlist()
+    for query in rows[[2, 7, 300, 555]]:
+        found = index.nearest_ids(query, 30, skip)  # a skip shorter than the rows: the new ones count
+        assert len(found) == 30 and not set(found) & hidden
+    everyone = index.rows_of(set(index.row_of))
+    assert index.nearest_ids(rows[4], 10, everyone) == []
+
+
 def test_the_vector_store_fits_the_shortlist_at_a_load_and_as_the_store_grows(tmp_path, monkeypatch):
     from soulgraph.store import vectors
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import itertools
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -151,6 +152,7 @@ class VectorIndex:
         self.basis: Any = None  # dimensions x SHORTLIST_DIMENSIONS: the principal directions
         self.shortlist: Any = None  # each row's coordinates on them (rows as `matrix`)
         self._fitted_on = 0  # rows when the directions were fitted
+        self.changes = 0  # bumped when a row gets or loses its node: what maps ids to rows starts again
 
     def shortlist_due(self) -> bool:
         """Time to fit the shortlist's directions: first at SHORTLIST_FROM rows, then at each doubling."""
@@ -211,6 +213,7 @@ class VectorIndex:
                     self.shortlist = _doubled(self.shortlist)
             self.row_of[node_id] = row
             self.id_of[row] = node_id
+            self.changes += 1
         self.matrix[row] = vector
         if self.shortlist is not None:
             self.shortlist[row] = self.matrix[row] @ self.basis
@@ -227,6 +230,7 @@ class VectorIndex:
         self.id_of[row] = None
         self.digest.pop(node_id, None)
         self._free.append(row)
+        self.changes += 1
 
     def nearest(self, query: Any, n: int) -> list[tuple[str, float]]:
         """The n nodes most similar to `query` (cosine), best first; equal cosines (copies of
@@ -237,25 +241,43 @@ class VectorIndex:
         # A removed node's row (id None) is zeros, and may be among them.
         return [(id_of[row], score) for row, score in zip(rows.tolist(), scores.tolist()) if id_of[row] is not None]
 
-    def nearest_ids(self, query: Any, n: int) -> list[str]:
-        """The ids of `nearest`, without their cosines (what recall's fusion needs: the order)."""
+    def nearest_ids(self, query: Any, n: int, skip: Any = None) -> list[str]:
+        """The ids of `nearest`, without their cosines (what recall's fusion needs: the order);
+        `skip`: a boolean array over rows (`rows_of`), rows never returned (other users')."""
         id_of = self.id_of
-        return list(filter(None, [id_of[row] for row in self._nearest_rows(query, n)[0].tolist()]))
+        return list(filter(None, [id_of[row] for row in self._nearest_rows(query, n, skip)[0].tolist()]))
 
-    def _nearest_rows(self, query: Any, n: int) -> tuple[Any, Any]:
+    def rows_of(self, node_ids: Any) -> Any:
+        """A boolean array over the rows, true at these nodes' rows (those that have one)."""
+        found = np.fromiter(map(self.row_of.get, node_ids, itertools.repeat(-1)), np.intp)
+        marked = np.zeros(max(len(self.id_of), 1), bool)
+        marked[found[found >= 0]] = True
+        return marked
+
+    def _nearest_rows(self, query: Any, n: int, skip: Any = None) -> tuple[Any, Any]:
         used = len(self.id_of)
         if n <= 0 or not self.row_of or not query.any():
             return np.zeros(0, np.intp), np.zeros(0, np.float32)
+        if skip is not None:
+            skip = skip[:used] if len(skip) >= used else np.pad(skip, (0, used - len(skip)))
         wide = SHORTLIST_FACTOR * n
         if self.shortlist is not None and wide < used:
             rough = self.shortlist[:used] @ (query @ self.basis)
+            if skip is not None:
+                rough[skip] = -np.inf  # never among the picks
             rows = np.sort(np.argpartition(rough, used - wide)[used - wide:])
             scores = self.matrix[rows] @ query  # the picks scored on their full rows
+            if skip is not None:
+                scores[skip[rows]] = -np.inf  # fewer rows left than picks: a skipped one may be in
         else:
             rows, scores = np.arange(used), self.matrix[:used] @ query
+            if skip is not None:
+                scores[skip] = -np.inf
         n = min(n, len(rows))
         top = np.sort(np.argpartition(scores, len(rows) - n)[len(rows) - n:])  # by row, then stably by score
         top = top[np.argsort(-scores[top], kind="stable")]
+        if skip is not None:
+            top = top[scores[top] > -np.inf]
         return rows[top], scores[top]
 
     def rows(self) -> list[tuple[str, int]]:

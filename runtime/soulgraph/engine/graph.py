@@ -156,6 +156,7 @@ class HiddenIds(set):
     nodes as a bitmask of word-index slots, so the search's mask groups leave them out too."""
 
     mask: int = 0
+    version: int = 0  # bumped by every change, so what is built from it knows when to start again
 
 
 @dataclass(slots=True, frozen=True)
@@ -1112,6 +1113,7 @@ class SoulGraph:
                 if reader != scope:
                     hidden.add(node_id)
                     hidden.mask |= bit
+                    hidden.version += 1
 
     def _unscope(self, node_id: str, scope: str) -> None:
         ids = self.scopes.get(scope) if scope else None
@@ -1122,8 +1124,10 @@ class SoulGraph:
             if self._hidden:
                 keep = ~(1 << self.index.slot(node_id))  # a node keeps its slot for good
                 for hidden in self._hidden.values():
-                    hidden.discard(node_id)
-                    hidden.mask &= keep
+                    if node_id in hidden:
+                        hidden.discard(node_id)
+                        hidden.mask &= keep
+                        hidden.version += 1
 
     def _remove_node_data(self, node: Node) -> None:
         """Take a node out of every structure but the edges."""

@@ -64,7 +64,8 @@ class Vectors(Protocol):
 
     def ready(self, graph: SoulGraph) -> bool: ...
 
-    def nearest_ids(self, text: str, n: int, accept: Callable[[str], bool] | None = None) -> list[str]: ...
+    def nearest_ids(self, text: str, n: int, accept: Callable[[str], bool] | None = None,
+                    exclude: AbstractSet[str] = frozenset()) -> list[str]: ...
 
 
 def pool(k: int) -> int:
@@ -162,7 +163,8 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
             keep = (lambda i: member(i) and i not in exclude) if exclude else member  # noqa: E731
         else:
             keep = lambda i: (node := nodes.get(i)) is not None and accept(node)  # noqa: E731
-        nearest = vectors.nearest_ids(text, max(pool(k), FUSION_DEPTH), keep)
+        nearest = (vectors.nearest_ids(text, max(pool(k), FUSION_DEPTH), keep, exclude=exclude) if exclude
+                   else vectors.nearest_ids(text, max(pool(k), FUSION_DEPTH), keep))
         # The vectors' candidates the word search did not reach get their word scores too, so
         # the fusion sees every memory both lists rank (what a deeper word search would give).
         now, half_life = graph.clock(), graph.strength_half_life

@@ -23,7 +23,7 @@ import hashlib
 import io
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import AbstractSet, Any, Callable
 
 from soulgraph.engine import embeddings
 from soulgraph.engine.graph import SoulGraph
@@ -69,6 +69,8 @@ class VectorStore:
         if enabled and not self.enabled:
             self.reason = embeddings.unavailable_reason()
         self.loaded_from = ""  # where the vectors came from: "file", "file, 3 embedded", "rebuilt (why)", ...
+        self._skip_key: tuple | None = None  # what `_skip_rows` was made from (`_skipped_rows`)
+        self._skip_rows: Any = None
 
     # ------------------------------------------------------------------ the graph
     def _watch(self, node_id: str) -> None:
@@ -145,9 +147,23 @@ class VectorStore:
         keep = None if accept is None else (lambda pair: accept(pair[0]))
         return self._kept(self.index.nearest, text, n, keep)
 
-    def nearest_ids(self, text: str, n: int, accept: Callable[[str], bool] | None = None) -> list[str]:
-        """The ids of `nearest`, in its order (what recall fuses: no cosines to carry along)."""
-        return self._kept(self.index.nearest_ids, text, n, accept)
+    def nearest_ids(self, text: str, n: int, accept: Callable[[str], bool] | None = None,
+                    exclude: AbstractSet[str] = frozenset()) -> list[str]:
+        """The ids of `nearest`, in its order (what recall fuses: no cosines to carry along).
+        `exclude`: ids never returned (other users' memories, `SoulGraph.hidden_from`): their rows
+        are left out of the search itself, so it does not look past them and again."""
+        if not exclude:
+            return self._kept(self.index.nearest_ids, text, n, accept)
+        skip = self._skipped_rows(exclude)
+        return self._kept(lambda query, wanted: self.index.nearest_ids(query, wanted, skip), text, n, accept)
+
+    def _skipped_rows(self, exclude: AbstractSet[str]) -> Any:
+        """`exclude` as rows, made again only when it or the rows changed (a reader's hidden
+        set carries a version: `HiddenIds`)."""
+        key = (id(exclude), getattr(exclude, "version", None), id(self.index), self.index.changes, len(exclude))
+        if self._skip_key != key or getattr(exclude, "version", None) is None:
+            self._skip_rows, self._skip_key = self.index.rows_of(exclude), key
+        return self._skip_rows
 
     def _kept(self, search: Callable[[Any, int], list], text: str, n: int, keep: Callable[[Any], bool] | None) -> list:
         """The first n of `search`'s answers for the question that `keep` keeps, looking further
