@@ -243,6 +243,21 @@ def test_a_cron_context_writes_nothing(hermes_home):
     assert not soul_file.exists() or len(SoulFile(soul_file).graph()) == 0
 
 
+# The driver above, with the caller's own wait in flush() at 1 s instead of 10: against a service
+# that never answers, that wait is spent in full and proves nothing more at 10 s. Every call still
+# meets the service and the plugin's own deadlines (DEADLINES) as they are.
+STUCK_DRIVER = DRIVER.replace("provider.flush(10)", "provider.flush(1)")
+
+
+def drive_stuck(home: Path, timeout: float = 120) -> dict:
+    assert STUCK_DRIVER != DRIVER, "the driver no longer calls provider.flush(10)"
+    python = hermes_client.ensure_hermes_venv().parent / "python"
+    proc = subprocess.run([str(python), "-c", STUCK_DRIVER, "primary", str(home)], capture_output=True, text=True,
+                          timeout=timeout, env=hermes_client.hermes_env(home))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def test_a_service_that_never_answers_costs_a_turn_its_deadline_only(hermes_home, tmp_path):
     # A "python" that reads its input forever and answers nothing.
     stuck = tmp_path / "stuck-python"
@@ -250,7 +265,7 @@ def test_a_service_that_never_answers_costs_a_turn_its_deadline_only(hermes_home
     stuck.chmod(0o755)
     install_plugin(hermes_home, hermes_home / "soul.json", python=str(stuck))
     started = time.monotonic()
-    out = drive(hermes_home, timeout=120)
+    out = drive_stuck(hermes_home, timeout=120)
     assert out["prefetch"] == "" and out["prefetch_s"] < 1.0
     assert out["block"] == ""
     assert time.monotonic() - started < 90
