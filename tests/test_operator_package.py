@@ -50,7 +50,12 @@ def test_a_pip_installed_fleet_update_works_from_a_checkout_and_refuses_elsewher
     # is made by that runtime instead).
     user_home = tmp_path / "home"
     user_home.mkdir()
-    env = {**os.environ, "HOME": str(user_home), "HERMES_HOME": str(home)}  # check mode: nothing is written
+    # The build cache stays the operator's own (SOULFLEET_CACHE, as fleet/build.py reads it): the
+    # runtime's wheelhouse is keyed by its sha and content, so a fresh HOME would only fetch the same
+    # wheels again.
+    cache = os.environ.get("SOULFLEET_CACHE") or str(Path("~/.cache/soulfleet").expanduser())
+    env = {**os.environ, "HOME": str(user_home), "HERMES_HOME": str(home),
+           "SOULFLEET_CACHE": cache}  # check mode: nothing is written
     checked = run(fleet_update, "--check", "local", cwd=checkout, env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     for line in (f"local: runtime | releases folder: changed — would create {user_home}/.soulfleet/releases",
