@@ -1,8 +1,8 @@
 """fleet-update against the real SSH lab: five sshd hosts on loopback.
 
-The tests run in order and build on each other (first deploy, then re-runs, then faults), like
-an operator's day. The runtime wheel and wheelhouse are cached per sha, so only the first test
-pays for the build.
+The tests run in order and build on each other (first deploy, then `fleet verify` on what it
+left, then re-runs, then faults), like an operator's day. The runtime wheel and wheelhouse are
+cached per sha, so each sha is built once.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ def recap_rows(output: str) -> dict[str, list[str]]:
 
 
 TIMINGS: dict[str, float] = {}
+LOOKED_AT: dict[str, str] = {}  # the sha test_check_mode_changes_nothing looked at, never deployed
 
 
 def test_first_deploy_changes_every_host(fleet_lab):
@@ -98,6 +99,56 @@ def test_first_deploy_changes_every_host(fleet_lab):
     # No --hermes: no gateway restarts.
     assert not any((h.home / "gateway-restarts").exists() for h in lab.hosts)
 
+
+# -- `fleet verify` after the first deploy: every host passes, by the CLI -------------------------
+# The hosts as the real fleet-update above left them, checked with an inventory of their own: no
+# gateway_restart_command, so the gateway check asks systemd (stand-ins here).
+
+@pytest.fixture(scope="module")
+def verify_inventory(fleet_lab, tmp_path_factory):
+    lab, _, _ = fleet_lab
+    return lab.write_inventory(tmp_path_factory.mktemp("verify-fleet") / "inventory.yml")
+
+
+def test_fleet_verify_passes_on_every_host(fleet_lab, verify_inventory):
+    lab, _, repo = fleet_lab
+    sha = resolve_sha("HEAD", repo)
+    assert all(current_sha(h) == sha for h in lab.hosts)  # as test_first_deploy left them
+    code, out = run_fleet("verify", "-i", str(verify_inventory), "--sha", sha, "all")
+    assert code == 0, out
+    assert f"{len(lab.hosts)}/{len(lab.hosts)} hosts passed every check" in out
+
+
+def test_fleet_verify_with_hermes_checks_the_gateway(fleet_lab, verify_inventory):
+    lab, _, _ = fleet_lab
+    status = "  Provider:  soulgraph\n  Plugin:    installed \u2713\n  Status:    available \u2713\n"
+    for h in lab.hosts:
+        lab.fake_commands(h, {"systemctl": FakeCommand(stdout="active\n"), "hermes": FakeCommand(stdout=status, by_args={
+            "mcp test soul": "  \u2713 Connected (700ms)\n  \u2713 Tools discovered: 13\n"})})
+    lab.fake_commands(lab.hosts[-1], {"systemctl": FakeCommand(stdout="failed\n", rc=3),
+                                      "hermes": FakeCommand(stdout=status, by_args={
+                                          "mcp test soul": "  \u2713 Connected (700ms)\n  \u2713 Tools discovered: 13\n"})})
+    try:
+        code, out = run_fleet("verify", "-i", str(verify_inventory), "--hermes", "all")
+    finally:
+        lab.heal()
+    assert code == 2, out
+    assert f"{lab.hosts[-1].name}: gateway_active: the gateway (hermes-gateway.service) is not running: failed" in out
+    assert f"{len(lab.hosts) - 1}/{len(lab.hosts)} hosts passed every check" in out
+
+
+def test_fleet_verify_refuses_a_tampered_key(fleet_lab, verify_inventory):
+    lab, _, _ = fleet_lab
+    lab.tamper_known_hosts(lab.hosts[0])
+    try:
+        code, out = run_fleet("verify", "-i", str(verify_inventory), "all")
+    finally:
+        lab.heal()
+    assert code == 4, out
+    assert f"{lab.hosts[0].name}: key refused: " in out and "HOST KEY CHANGED" in out
+
+
+# -- re-runs ---------------------------------------------------------------------------------------
 
 def test_second_deploy_changes_nothing(fleet_lab):
     lab, inventory, repo = fleet_lab
@@ -155,6 +206,7 @@ def test_check_mode_changes_nothing(fleet_lab):
     lab, inventory, repo = fleet_lab
     new_sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'check'\n",
                           "a release only looked at")
+    LOOKED_AT["check"] = new_sha  # the next test deploys it: its wheelhouse is built already
     before = {h.name: snapshot(h.home) for h in lab.hosts}
     code, out = run_update("--check", "--diff", "--hermes", "-i", str(inventory), "all",
                            new_sha, repo=repo)
@@ -169,8 +221,10 @@ def test_check_mode_changes_nothing(fleet_lab):
 def test_new_sha_switches_runtime_and_hermes_entry(fleet_lab):
     lab, inventory, repo = fleet_lab
     old_sha = current_sha(lab.hosts[0])
-    new_sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'new'\n",
-                          "a new release")
+    # A sha no host has had: the one check mode only looked at, else one made here.
+    new_sha = LOOKED_AT.pop("check", None) or commit_file(repo, "runtime/soulgraph/_release_note.py",
+                                                          "NOTE = 'new'\n", "a new release")
+    assert all(current_sha(h) != new_sha for h in lab.hosts)
     code, out = run_update("--yes", "--hermes", "-i", str(inventory), "all", new_sha, repo=repo)
     assert code == 0, out
     for h in lab.hosts:
@@ -186,38 +240,39 @@ def test_new_sha_switches_runtime_and_hermes_entry(fleet_lab):
         assert report["sha"] == new_sha and report["hermes_entry"].endswith("/venv/bin/python")
 
 
-def test_tampered_host_key_is_refused_while_others_deploy(fleet_lab):
+def test_tampered_host_key_and_unreachable_host_are_reported_while_others_deploy(fleet_lab):
+    """One run of a new sha with two faults at once, each checked on its own host: host 2's key in
+    known_hosts is an impostor's (refused with HOST KEY CHANGED, counted unreachable, left on its
+    release), and host 3 is down (reported unreachable, left on its release); the other three
+    hosts deploy the sha all the same."""
     lab, inventory, repo = fleet_lab
-    victim = lab.hosts[1]
-    before = current_sha(victim)
+    victim, down = lab.hosts[1], lab.hosts[2]
+    before = {h.name: current_sha(h) for h in (victim, down)}
     lab.tamper_known_hosts(victim)
-    sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'tamper'\n", "tamper")
-    code, out = run_update("--yes", "-i", str(inventory), "all", sha, repo=repo)
-    assert code == 4, out
-    assert "HOST KEY CHANGED" in out
-    assert recap_rows(out)[victim.name][3] == "1"
-    assert current_sha(victim) == before
-    assert all(current_sha(h) == sha for h in lab.hosts if h is not victim)
-    lab.heal()
-
-
-def test_unreachable_host_is_reported_while_others_deploy(fleet_lab):
-    lab, inventory, repo = fleet_lab
-    down = lab.hosts[2]
     lab.stop(down)
-    sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'down'\n", "down")
-    code, out = run_update("--yes", "-i", str(inventory), "all", sha, repo=repo)
-    lab.heal()
+    sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'faults'\n", "tamper and down")
+    try:
+        code, out = run_update("--yes", "-i", str(inventory), "all", sha, repo=repo)
+    finally:
+        lab.heal()
     assert code == 4, out
-    assert "unreachable" in out and recap_rows(out)[down.name][3] == "1"
-    assert all(current_sha(h) == sha for h in lab.hosts if h is not down)
+    rows = recap_rows(out)
+    # The tampered key:
+    assert "HOST KEY CHANGED" in out
+    assert rows[victim.name][3] == "1"
+    assert current_sha(victim) == before[victim.name]
+    # The host that is down:
+    assert "unreachable" in out and rows[down.name][3] == "1"
+    assert current_sha(down) == before[down.name]
+    # Everyone else:
+    assert all(current_sha(h) == sha for h in lab.hosts if h not in (victim, down))
 
 
 def test_broken_runtime_fails_import_check_and_keeps_old_runtime(fleet_lab):
     lab, inventory, repo = fleet_lab
-    # Bring every host to one sha first (the previous test left one host behind).
-    good = resolve_sha("HEAD", repo)
-    assert run_update("--yes", "-i", str(inventory), "all", good, repo=repo)[0] == 0
+    # Each host's release before (the previous test left two hosts on an older one than the rest).
+    good = {h.name: current_sha(h) for h in lab.hosts}
+    assert all(good.values())
     mcp = repo / "runtime" / "soulgraph" / "mcp.py"
     broken = commit_file(repo, "runtime/soulgraph/mcp.py",
                          "raise ImportError('broken on purpose')\n" + mcp.read_text(), "broken")
@@ -225,8 +280,8 @@ def test_broken_runtime_fails_import_check_and_keeps_old_runtime(fleet_lab):
     assert code == 2, out
     assert "import_check" in out
     for h in lab.hosts:
-        assert current_sha(h) == good
-        assert soul_entry_command(h) == f"{h.home}/.soulfleet/releases/{good}/venv/bin/python"
+        assert current_sha(h) == good[h.name]
+        assert soul_entry_command(h) == f"{h.home}/.soulfleet/releases/{good[h.name]}/venv/bin/python"
     # Put the good runtime back on top for the tests after this one.
     commit_file(repo, "runtime/soulgraph/mcp.py", mcp.read_text().split("\n", 1)[1], "fixed")
 
@@ -280,9 +335,11 @@ def test_soul_embed_adds_the_vectors_to_a_deployed_release(fleet_lab, tmp_path):
     release venv already deployed (in place: nothing is taken out of a venv in use); a second
     run has nothing to do, and the host's runtime then embeds. Without it neither ships."""
     lab, inventory, repo = fleet_lab
-    sha = commit_file(repo, "runtime/soulgraph/_release_note.py", "NOTE = 'embed'\n", "a fresh release")
-    assert run_update("--yes", "-i", str(inventory), "all", sha, repo=repo)[0] == 0
-    host = lab.hosts[0]
+    # The release hosts 1 and 4 run (the earlier tests deployed it; on its own, this test deploys HEAD).
+    host, other = lab.hosts[0], lab.hosts[3]
+    sha = current_sha(host) or resolve_sha("HEAD", repo)
+    assert run_update("--yes", "-i", str(inventory), f"{host.name},{other.name}", sha, repo=repo)[0] == 0
+    assert current_sha(host) == current_sha(other) == sha
     venv = host.home / ".soulfleet" / "releases" / sha / "venv"
     marker = venv / ".soulfleet-complete"
     assert marker.read_text() == "soulgraph\n"
@@ -298,6 +355,6 @@ def test_soul_embed_adds_the_vectors_to_a_deployed_release(fleet_lab, tmp_path):
     code, out = run_update("--yes", "-i", str(embed_inventory), host.name, sha, repo=repo)
     assert code == 0 and f"{host.name}: OK" in out, out
     # The other hosts were left without it.
-    other = lab.hosts[1].home / ".soulfleet" / "releases" / sha
+    other = other.home / ".soulfleet" / "releases" / sha
     assert (other / "venv" / ".soulfleet-complete").read_text() == "soulgraph\n"
     assert not list((other / "wheels").glob("numpy-*")) and not list((other / "wheels").glob("soulgraph_model-*"))
