@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import platform
 import posixpath
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from fleet.build import REPO, RuntimeBuilder, resolve_sha
 from fleet.verify import (EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, VerifyTarget, backend, run_verify)
-from tests.host_layout import (build_wheelhouse, connect, install_into_hermes, lay_out_host,
+from tests.host_layout import (HOST_PYTHON, build_wheelhouse, connect, install_into_hermes, lay_out_host,
                                switch_current)
 from tests.lab import FakeCommand, Lab
 
@@ -34,11 +37,25 @@ CHECKS = ["runtime_imports", "vectors", "current_release", "mcp_entry", "memory_
 PASSED = {c: "ok" for c in CHECKS} | {"layered_soul": "skip", "vectors": "skip"}
 
 
+def runtime_wheelhouse() -> Path:
+    """The wheels to lay the hosts out with. When runtime/ is exactly as committed, the fleet's
+    own build cache holds them already (~/.cache/soulfleet, keyed by the commit: the runtime wheel
+    and its dependencies, for this Linux and the hosts' /usr/bin/python3), as every fleet test
+    before this module left it; else host_layout builds the working tree's."""
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=all", "--", "runtime"],
+                           capture_output=True, text=True, timeout=60)
+    if dirty.returncode != 0 or dirty.stdout.strip():
+        return build_wheelhouse()
+    python = subprocess.run([HOST_PYTHON, "-S", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                            capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    return RuntimeBuilder(resolve_sha("HEAD", REPO), REPO).wheelhouse("linux", platform.machine(), python)
+
+
 @pytest.fixture(scope="module")
 def laid_out(_ssh_lab_session: Lab):
     """Hosts 0 and 1 laid out at SHA (slow: built once per test module)."""
     lab = _ssh_lab_session
-    wheelhouse = build_wheelhouse()
+    wheelhouse = runtime_wheelhouse()
     hosts = lab.hosts[:2]
     lab.heal()
     for h in hosts:  # whatever other test modules left in these homes goes first (as root:
