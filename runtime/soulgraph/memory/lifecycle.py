@@ -25,7 +25,7 @@ from typing import Any
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
 from soulgraph.memory import record
 
-ACTIONS = ("confirm", "weaken", "contradict", "supersede", "archive", "merge", "forget")
+ACTIONS = ("confirm", "weaken", "contradict", "supersede", "archive", "merge", "share", "forget")
 
 
 def digest(node_record: dict[str, Any] | None) -> str | None:
@@ -152,6 +152,15 @@ def forget(graph: SoulGraph, node_id: str, reason: str, *, writer: str, force: b
         raise SoulGraphError(f"{node_id!r} is a pinned axiom; forgetting it needs force=true")
     graph.remove(node_id)
     _log(graph, "forget", node_id, writer, before, reason=reason)
+
+
+def share(graph: SoulGraph, node_id: str, *, writer: str, reason: str) -> Node:
+    """One user's memory becomes shared: every user of the agent sees it from now on. The
+    audit entry keeps the scope it had."""
+    node, before = _node(graph, node_id)
+    graph.update(node_id, scope=record.DEFAULT_SCOPE)
+    _log(graph, "share", node_id, writer, before, reason=reason, scope=before.get("scope"))
+    return node
 
 
 FORGOTTEN_SCOPE = "forgotten:"

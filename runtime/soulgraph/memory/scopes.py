@@ -88,32 +88,28 @@ def users(graph: SoulGraph) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Reader:
-    """Who reads: the shared memories and `scope`'s (one user's, or none more when shared);
-    `everything`: every scope, the operator's view (the store's CLI), never an agent's."""
+    """Who reads: the shared memories and `scope`'s (one user's, or none more when shared)."""
 
     scope: str = SHARED
-    everything: bool = False
 
     def __post_init__(self) -> None:
         check(self.scope)
 
     @property
     def name(self) -> str:
-        return "everything" if self.everything else label(self.scope)
+        return label(self.scope)
 
     def sees(self, node: Node) -> bool:
-        return self.everything or node.scope == SHARED or node.scope == self.scope
+        return node.scope == SHARED or node.scope == self.scope
 
     def hidden(self, graph: SoulGraph) -> list[str]:
         """The user scopes in `graph` this reader does not see."""
-        if self.everything:
-            return []
         return sorted(scope for scope in graph.scopes if scope != self.scope)
 
     def where(self, graph: SoulGraph, also: Where | None = None) -> Where | None:
         """The predicate for the engine's reads: this reader's nodes (and `also`'s, if given);
         None when nothing in `graph` is hidden from it and there is no `also`."""
-        if self.everything or not any(scope != self.scope for scope in graph.scopes):
+        if not any(scope != self.scope for scope in graph.scopes):
             return also
         mine = self.scope
         if also is None:
@@ -123,7 +119,7 @@ class Reader:
     def hidden_ids(self, graph: SoulGraph) -> AbstractSet[str]:
         """The ids this reader must never get: for searches (`exclude=`), which leave them out
         as they go and so stay the fast pruned search. Kept up to date by the graph."""
-        return frozenset() if self.everything or not graph.scopes else graph.hidden_from(self.scope)
+        return graph.hidden_from(self.scope) if graph.scopes else frozenset()
 
     def get(self, graph: SoulGraph, node_id: str) -> Node:
         """The node, if this reader may see it; otherwise the engine's own "unknown node id"
@@ -135,4 +131,3 @@ class Reader:
 
 
 SHARED_READER = Reader()
-EVERYTHING = Reader(everything=True)

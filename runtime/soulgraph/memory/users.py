@@ -44,15 +44,11 @@ def share(soul: SoulFile, node_ids: Iterable[str], reason: str) -> dict[str, Any
     try:
         with soul.change() as graph:
             for node_id in node_ids:
-                node = graph.get(node_id)
-                if not node.scope:
+                was = graph.get(node_id).scope
+                if not was:
                     raise UsersError(f"{node_id} is shared already; nothing changed")
-                before = graph.record(node_id)
-                graph.update(node_id, scope=scopes.SHARED)
-                graph.log({"at": graph.clock(), "action": "share", "node": node_id, "writer": WRITER,
-                           "reason": reason.strip(), "scope": before["scope"],
-                           "before": lifecycle.digest(before), "after": lifecycle.digest(graph.record(node_id))})
-                shared.append({"id": node_id, "was": before["scope"]})
+                lifecycle.share(graph, node_id, writer=WRITER, reason=reason.strip())
+                shared.append({"id": node_id, "was": was})
     except SoulGraphError as exc:
         raise UsersError(f"{exc}; nothing changed") from None
     return {"soul_file": str(soul.path), "shared": shared}
@@ -78,10 +74,7 @@ def forget_user(soul: SoulFile, scope: str, reason: str, folder: Path | None = N
         written = sorted({copy for node in nodes for copy in markdown_tools.copies(node)})
         outcome["ids"] = lifecycle.forget_user(graph, scope, reason.strip(), writer=WRITER)
         # Inside the change: a markdown file that cannot be rewritten takes the whole forget back.
-        kept = {(path, text) for path, text in written
-                if any(other.content.strip() == text and (path, text) in markdown_tools.copies(other)
-                       for other in graph.nodes.values())}
-        outcome["scrubbed"] = markdown_tools.scrub(markdown, [c for c in written if c not in kept])
+        outcome["scrubbed"] = markdown_tools.scrub_forgotten(markdown, graph, written)
 
     warnings_before = len(soul.warnings)
     try:

@@ -136,6 +136,15 @@ def _taken_out(text: str, hermes: bool, note: str) -> str:
     return _without_block(text, _bullet(note))
 
 
+def scrub_forgotten(folder: files.Folder, graph: Any, written: Iterable[tuple[str, str]]) -> Scrubbed:
+    """`scrub` the entries forgotten memories wrote (`copies` of each, taken before the
+    forget), except an entry a memory still in `graph` stands for too."""
+    written = list(written)
+    held = {(path, text) for path, text in written
+            if any(other.content.strip() == text and (path, text) in copies(other) for other in graph.nodes.values())}
+    return scrub(folder, [copy for copy in written if copy not in held])
+
+
 def scrub(folder: files.Folder, wanted: Iterable[tuple[str, str]]) -> Scrubbed:
     """Take each (file, text) entry out of its file, under Hermes' lock, each file replaced
     atomically with its mode kept. Every file is read and checked before any is written, so

@@ -95,11 +95,8 @@ def register(server: MCPServer, tools: Any, folder: files.Folder | None = None) 
             written = markdown_tools.copies(tools.own(graph, node_id))
             lifecycle.forget(graph, node_id, reason, writer="tool:soul_forget", force=force)
             # Inside the change: a file that cannot be rewritten takes the forget back, so
-            # the memory is never half gone. An entry another memory still stands for stays.
-            shared = {(path, text) for path, text in written
-                      if any(other.content.strip() == text and (path, text) in markdown_tools.copies(other)
-                             for other in graph.nodes.values())}
-            return markdown_tools.scrub(folder, [copy for copy in written if copy not in shared])
+            # the memory is never half gone.
+            return markdown_tools.scrub_forgotten(folder, graph, written)
 
         try:
             scrubbed = tools.change(apply)
@@ -119,4 +116,4 @@ def register(server: MCPServer, tools: Any, folder: files.Folder | None = None) 
         oldest first, with before/after digests. Works for forgotten ids too."""
         reader = tools.reader
         return {"node": node_id, "entries": [entry for entry in lifecycle.history(tools.read(), node_id)
-                                             if reader.everything or entry.get("scope", "") in ("", reader.scope)]}
+                                             if entry.get("scope", "") in ("", reader.scope)]}
