@@ -348,13 +348,6 @@ def _fail(report: dict[str, Any], step: str, message: str) -> None:
     report["errors"].append(message)
 
 
-def _scope_arg(text: str) -> str:
-    try:
-        return scopes.parse(text)
-    except scopes.ScopeError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m soulgraph.install",
@@ -374,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed-backups", action="store_true",
                         help="when seeding soul.json, also read Hermes' backups of the memory files "
                         "(memories/*.md.bak.*; by default they are skipped and named in the report)")
-    parser.add_argument("--mcp-scope", type=_scope_arg, default=None, metavar="SCOPE",
+    parser.add_argument("--mcp-scope", type=scopes.argument, default=None, metavar="SCOPE",
                         help="whose memories the MCP server serves besides the shared ones: 'shared' or "
                         "'platform:user' (default: what the entry passes now, else shared)")
     parser.add_argument("--remove", action="store_true",

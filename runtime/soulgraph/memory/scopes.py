@@ -22,6 +22,7 @@ automatic.
 
 from __future__ import annotations
 
+import argparse
 import re
 from dataclasses import dataclass
 from typing import AbstractSet, Callable
@@ -63,6 +64,14 @@ def parse(text: str) -> str:
     """A scope as an operator writes it: `shared`, or `platform:user`."""
     text = text.strip()
     return SHARED if text in (SHARED_NAME, SHARED) else check(text)
+
+
+def argument(text: str) -> str:
+    """`parse` as an argparse type: a bad scope is a usage error that says why."""
+    try:
+        return parse(text)
+    except ScopeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def label(scope: str) -> str:

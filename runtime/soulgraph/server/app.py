@@ -445,13 +445,6 @@ def scope_summary(graph: SoulGraph, reader: scopes.Reader) -> dict[str, Any]:
     return {"serves": reader.name, "users_not_served": len(hidden), "note": note}
 
 
-def _scope_arg(text: str) -> str:
-    try:
-        return scopes.parse(text)
-    except scopes.ScopeError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _number_up_to(unit: str, most: float) -> Callable[[str], float]:
     """An argparse type: a number more than 0 and at most `most` (`unit` names it in errors)."""
 
@@ -502,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
                         "the model (Hermes; python -m soulgraph.install writes it into Hermes' entry)")
     parser.add_argument("--no-embed", action="store_true",
                         help="search with words and links only, even where the `embed` extra is installed")
-    parser.add_argument("--scope", type=_scope_arg, default=scopes.SHARED, metavar="SCOPE",
+    parser.add_argument("--scope", type=scopes.argument, default=scopes.SHARED, metavar="SCOPE",
                         help="whose memories the tools read and write besides the shared ones: 'shared' (the "
                         "default: the shared memories alone) or one user's, 'platform:user' (e.g. telegram:1001)")
     parser.add_argument("--ask-timeout", type=_number_up_to("seconds", 3600), default=60.0, metavar="SECONDS",

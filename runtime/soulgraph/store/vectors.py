@@ -69,7 +69,10 @@ class VectorStore:
         if enabled and not self.enabled:
             self.reason = embeddings.unavailable_reason()
         self.loaded_from = ""  # where the vectors came from: "file", "file, 3 embedded", "rebuilt (why)", ...
-        self._skip_key: tuple | None = None  # what `_skip_rows` was made from (`_skipped_rows`)
+        # `_skipped_rows`' last answer: the set it was made from (held, so never mistaken for
+        # another set at the same address), what it had changed by then, and the rows.
+        self._skip_for: AbstractSet[str] | None = None
+        self._skip_key: tuple | None = None
         self._skip_rows: Any = None
 
     # ------------------------------------------------------------------ the graph
@@ -160,9 +163,10 @@ class VectorStore:
     def _skipped_rows(self, exclude: AbstractSet[str]) -> Any:
         """`exclude` as rows, made again only when it or the rows changed (a reader's hidden
         set carries a version: `HiddenIds`)."""
-        key = (id(exclude), getattr(exclude, "version", None), id(self.index), self.index.changes, len(exclude))
-        if self._skip_key != key or getattr(exclude, "version", None) is None:
-            self._skip_rows, self._skip_key = self.index.rows_of(exclude), key
+        version = getattr(exclude, "version", None)
+        key = (version, id(self.index), self.index.changes, len(exclude))
+        if self._skip_for is not exclude or self._skip_key != key or version is None:
+            self._skip_rows, self._skip_for, self._skip_key = self.index.rows_of(exclude), exclude, key
         return self._skip_rows
 
     def _kept(self, search: Callable[[Any, int], list], text: str, n: int, keep: Callable[[Any], bool] | None) -> list:
