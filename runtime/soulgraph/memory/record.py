@@ -101,6 +101,17 @@ DEFAULT_STATUS = "active"
 DEFAULT_PRIVACY = "normal"
 DEFAULT_SCOPE = ""  # shared: what every memory of schema 3 and before is
 
+# A memory the write-time scanner marked as reading like prompt injection carries the rules
+# that fired in `metadata["flagged"]` (memory/write.py sets it). Such a memory is withheld
+# from every prompt: its text reaches only a person at the shell (issue 28's policy).
+FLAGGED = "flagged"
+
+
+def flagged(metadata: dict) -> tuple[str, ...]:
+    """The scanner rules a memory's metadata says it was flagged for (empty: not flagged)."""
+    rules = metadata.get(FLAGGED) if metadata else None
+    return tuple(rules) if isinstance(rules, (list, tuple)) else ()
+
 # Reinforcement halves every STRENGTH_HALF_LIFE seconds without confirmation: 30 days by
 # default, a setting (`SoulGraph.strength_half_life`, set by `SoulFile(strength_half_life=…)`
 # and `python -m soulgraph.mcp --strength-half-life-days N`).

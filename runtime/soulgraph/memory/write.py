@@ -24,7 +24,7 @@ from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError, UnknownNode
 from soulgraph.memory import record
 from soulgraph.memory.scanner import SecretRefused, refuse_secrets, scan
 
-FLAGGED = "flagged"  # metadata key: the scanner rules an injection-marked memory matched
+FLAGGED = record.FLAGGED  # metadata key: the scanner rules an injection-marked memory matched
 
 
 class RefusedMemory(SoulGraphError):
