@@ -1,0 +1,275 @@
+"""Injection rules: text that tries to steer whatever model later reads the memory back.
+
+A finding flags the memory (memory/write.py); it is stored, withheld from prompts. The table
+and the judgment calls are in the package's docstring (`soulgraph.memory.scanner`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from typing import Iterator
+
+from soulgraph.memory.scanner.matching import (GAP, INJECTION, SCHEME_TAIL, Lower, Rule, free_left, phrase,
+                                               word_start)
+
+_IGNORE_PREVIOUS = (
+    r"(?:ignore|disregard|forget|override|bypass)" + GAP
+    + r"(?:(?:all|any|each|every|of|the|your|my|these|those)" + GAP + r"){0,3}"
+    r"(?:previous|prior|above|earlier|preceding|foregoing|former|past|original|initial)(?:ly)?"
+    + GAP + r"(?:(?:[a-z]{1,20}" + GAP + r"){0,2}?(?:instructions?|prompts?|directives?"
+    r"|guidelines|guidance)|(?:rules|orders|constraints|restrictions|commands|messages|context"
+    r"|conversation|text|input))\b"
+    r"|(?:ignore|disregard|forget)" + GAP + r"(?:(?:all|everything|anything)" + GAP + r"){1,2}"
+    r"(?:you(?:'ve|" + GAP + r"have|" + GAP + r"were)?" + GAP + r"(?:been" + GAP + r")?"
+    r"(?:told|said|given|instructed)|above|before" + GAP + r"this|prior|previously)\b")
+
+_DISREGARD = (
+    r"(?:ignore|disregard|forget|override|bypass|abandon)" + GAP
+    + r"(?:(?:all|any|of)" + GAP + r"){0,2}"
+    r"(?:(?:your|the)" + GAP + r"(?:[a-z]{1,20}" + GAP + r"){0,2}?(?:system" + GAP
+    + r"(?:prompt|message|instructions)|developer" + GAP + r"(?:message|instructions))"
+    r"|your" + GAP + r"(?:[a-z]{1,20}" + GAP + r"){0,2}?(?:instructions|prompt|guidelines|rules"
+    r"|programming|directives|guardrails|restrictions|training|constraints|policies))\b")
+
+_MODEL_NOUN = r"(?:ai|assistant|model|chatbot|bot|persona|character|llm|gpt)\b"
+_JAILBROKEN = r"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|rogue|unaligned|amoral)"
+_ROLE_OVERRIDE = (
+    r"(?:you" + GAP + r"are" + GAP + r"now|from" + GAP + r"now" + GAP + r"on,?" + GAP + r"you"
+    + GAP + r"are)" + GAP
+    + r"(?:(?:a|an|the|my)" + GAP + r"(?:[\w-]{1,20}" + GAP + r"){0,3}?" + _MODEL_NOUN
+    + r"|in" + GAP + r"(?:[\w-]{1,20}" + GAP + r"){0,2}?mode\b"
+    r"|no" + GAP + r"longer" + GAP + r"(?:an?" + GAP + r"(?:ai|assistant|language)|bound"
+    r"|restricted|limited|subject|required" + GAP + r"to)"
+    r"|(?:" + _JAILBROKEN + r"|liberated)\b|free" + GAP + r"(?:from|of)\b"
+    r"|able" + GAP + r"to" + GAP + r"do" + GAP + r"anything\b)"
+    r"|(?:pretend|imagine)" + GAP + r"(?:that" + GAP + r")?(?:you" + GAP + r"are|you're|to"
+    + GAP + r"be)" + GAP + r"(?:an?" + GAP + r")?(?:[\w-]{1,20}" + GAP + r"){0,3}?" + _MODEL_NOUN
+    + r"|(?:act|behave|respond|roleplay|role-play)" + GAP + r"as" + GAP
+    + r"(?:if" + GAP + r"you" + GAP + r"(?:are|were|have|had)" + GAP + r"(?:no" + GAP
+    + r"(?:restrictions|rules|limits|guidelines|filters)|an?" + GAP + _JAILBROKEN + r")"
+    r"|an?" + GAP + _JAILBROKEN + r"\b)")
+# "DAN" ("do anything now") is a name only in capitals: its forms run case-sensitively.
+_DAN = re.compile(
+    r"(?:[Yy]ou" + GAP + r"are" + GAP + r"now|[Pp]retend" + GAP + r"(?:that" + GAP + r")?(?:you"
+    + GAP + r"are|you're|to" + GAP + r"be)|[Aa]ct" + GAP + r"as|[Rr]ole-?play" + GAP + r"as)"
+    + GAP + r"DAN\b|DAN" + GAP + r"[Mm]ode" + GAP + r"(?:enabled|activated|ENABLED|ACTIVATED)\b")
+_ROLE_PHRASES = phrase(("you", "from", "pretend", "imagine", "act", "behave", "respond", "role"),
+                        _ROLE_OVERRIDE)
+
+
+def _find_role_override(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    yield from _ROLE_PHRASES(text, low)
+    if "DAN" in text:
+        for m in _DAN.finditer(text):
+            if word_start(text, m.start()):
+                yield m.span()
+
+
+_CHAT_TOKENS = re.compile(
+    r"<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text"
+    r"|start_header_id|end_header_id|eot_id)\|>|<</?SYS>>|\[/?INST\]")
+_ROLE_WORD = Lower(r"(?:system|assistant|developer)(?:[ \t]{1,3}(?:prompt|message"
+                    r"|instructions?|override|note))?(?:\*\*|\]|>)?[ \t]{0,3}(?::|\n|\r|$)")
+_ROLE_LEAD = re.compile(r"[ \t>]{0,4}(?:#{1,6}[ \t]{0,3}|\*\*|\[|<)?")
+_INSTRUCTION_CUE = Lower(
+    r"(?:ignore|disregard|override|obey|you\s+(?:are|must|will|shall|should|may\s+not|can\s+not"
+    r"|cannot)|your\s+(?:new\s+)?(?:task|role|job|goal|instructions|purpose)|from\s+now\s+on"
+    r"|do\s+not\s+(?:tell|reveal|mention|disclose)|don't\s+(?:tell|reveal|mention)"
+    r"|always\s+(?:respond|reply|answer|say)|never\s+(?:refuse|reveal|mention)|respond\s+only"
+    r"|new\s+(?:instructions|rules)|instructions?\s*:)")
+_CUE_REACH = 240
+
+
+def _line_lead(text: str, start: int) -> int:
+    """Where the line holding `start` begins, if only a header lead (`> ### `, `**`, `[`)
+    stands between; else -1."""
+    line = text.rfind("\n", max(0, start - 16), start) + 1
+    if line == 0 and start > 16:
+        return -1
+    m = _ROLE_LEAD.match(text, line, start)
+    return line if m and m.end() == start else -1
+
+
+def _find_role_headers(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    for m in _CHAT_TOKENS.finditer(text):
+        yield m.span()
+    cues: list[int] | None = None  # where instruction cues start, found once
+    for m in _ROLE_WORD.finditer(text, low):
+        line = _line_lead(text, m.start())
+        if line < 0:
+            continue
+        if cues is None:
+            cues = [c.start() for c in _INSTRUCTION_CUE.finditer(text, low)
+                    if word_start(text, c.start())]
+        end = m.end() - (1 if text[m.end() - 1:m.end()] in ("\n", "\r") else 0)
+        i = bisect.bisect_left(cues, end)
+        if i < len(cues) and cues[i] < end + _CUE_REACH:
+            yield line + len(text[line:m.start()]) - len(text[line:m.start()].lstrip(" \t>")), end
+
+
+_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+                        "\U000e0000-\U000e007f]+")
+
+
+def _joinable(c: str) -> bool:
+    """A neighbour that makes ZWJ / ZWNJ legitimate: a non-ASCII letter, mark or emoji."""
+    if c.isascii():
+        return False
+    cat = unicodedata.category(c)
+    return cat[0] in "LM" or cat == "So" or c == "\ufe0f" or 0x1F000 <= ord(c) <= 0x1FAFF
+
+
+def _find_invisible(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    if text.isascii():
+        return
+    for m in _INVISIBLE.finditer(text):
+        s, e = m.span()
+        if e - s == 1:
+            c = text[s]
+            if c == "\ufeff" and s == 0:
+                continue  # a byte-order mark from an imported file
+            if c in "\u200c\u200d" and 0 < s and e < len(text) \
+                    and _joinable(text[s - 1]) and _joinable(text[e]):
+                continue  # emoji sequences, Persian and Indic scripts
+        yield s, e
+
+
+# Exfiltration links: a URL templated with conversation data.
+_SENSITIVE = re.compile(
+    r"conversation|chat|history|transcript|memor|secret|passw|token|api[_-]?key|apikey"
+    r"|credential|context|summary|prompt|message|data|email|cookie|session|content|input"
+    r"|response|answer|info|previous", re.IGNORECASE)
+_TEMPLATE = re.compile(  # {x} {{x}} ${x} %7Bx%7D <x> [x]: any template in an image URL
+    r"\{\{?[^{}&#\s]{0,60}\}\}?|\$\{[^}&#\s]{1,60}\}|%7[Bb].{0,60}?%7[Dd]|<[A-Za-z_ .…-]{1,60}>"
+    r"|\[[A-Za-z_ .…-]{1,60}\]")
+_CAPS_NAME = re.compile(r"\$?\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b")  # $SECRETS, CHAT_HISTORY
+_MD_IMAGE = re.compile(r"!\[[^\[\]\n]{0,200}\]\([ \t]{0,3}<?(?P<url>[A-Za-z][A-Za-z0-9+.-]{0,15}"
+                       r"://[^\s)]{1,2048})")
+_MD_LINK = Lower(r"\[[^\[\]\n]{0,200}\]\([ \t]{0,3}<?(?P<url>https?://[^\s)]{1,2048})")
+_BARE_URL = Lower(r"https?://[^\s\"'`)]{1,2048}")
+
+
+def _templated(part: str, any_template: bool) -> bool:
+    """Whether a URL part carries a placeholder: any template when `any_template`, else one
+    that names conversation data."""
+    for m in _TEMPLATE.finditer(part):
+        if any_template or _SENSITIVE.search(m.group()):
+            return True
+    for m in _CAPS_NAME.finditer(part):
+        name = m.group()
+        if len(name) >= 4 and _SENSITIVE.search(name):
+            return True
+    return False
+
+
+def _query(url: str) -> str:
+    q = url.find("?")
+    return url[q + 1:] if q >= 0 else ""
+
+
+def _after_host(url: str) -> str:
+    begin = url.find("://") + 3
+    cuts = [i for i in (url.find("/", begin), url.find("?", begin)) if i >= 0]
+    return url[min(cuts):] if cuts else ""
+
+
+def _find_exfil_urls(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    # Markdown images load by themselves: any template fires. Links and bare URLs need a
+    # placeholder naming conversation data. A bare URL inside a reported markdown span is
+    # left to the overlap rule of `_run`.
+    for m in _MD_IMAGE.finditer(text):
+        if _templated(_after_host(m.group("url")), any_template=True):
+            yield m.span()
+    for m in _MD_LINK.finditer(text, low):
+        if free_left(text, m.start(), frozenset("!")) \
+                and _templated(_query(text[m.start("url"):m.end("url")]), any_template=False):
+            yield m.span()
+    for m in _BARE_URL.finditer(text, low):
+        if free_left(text, m.start(), SCHEME_TAIL) \
+                and _templated(_query(text[m.start():m.end()]), any_template=False):
+            yield m.span()
+
+
+# Exfiltration instructions: "<send> … <data> … to <URL / endpoint / webhook>".
+_EXFIL_TARGET = Lower(r"(?:https?://|(?:url|link|endpoint|webhook)\b)")
+_EXFIL_LEAD = re.compile(
+    r"\b(?:to|into|in|at|via|with)" + GAP + r"(?:(?:the|this|that|a|an|following|my|attacker's"
+    r"|image|query)" + GAP + r"){0,3}\Z", re.IGNORECASE)
+_EXFIL_VERB = Lower(r"(?:send|post|upload|forward|transmit|exfiltrate|leak|submit|e-?mail"
+                     r"|copy|sync|pipe|append|attach|encode|include|embed|put|add)\b")
+_EXFIL_DATA = Lower(
+    r"(?:conversation|chat(?:\s+(?:log|history))?|history|transcript|memor(?:y|ies)|secrets?"
+    r"|credentials?|passwords?|tokens?|api[ _-]?keys?|keys|private\s+data|user(?:'s)?\s+data"
+    r"|personal\s+(?:data|information)|system\s+prompt|context|messages|everything)\b")
+_NEGATION = Lower(r"(?:never|not|don't|avoid|shouldn't|mustn't)\b")
+_EXFIL_REACH = 200
+
+
+def _starts(pattern: Lower, text: str, low: str | None) -> list[int]:
+    return [m.start() for m in pattern.finditer(text, low) if word_start(text, m.start())]
+
+
+def _find_exfil_instructions(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    """Anchored on "to <URL / endpoint / webhook>", looking back within the sentence for a
+    sending verb followed by a data noun; "never put the token in the URL" passes. Verbs,
+    data nouns and negations are found once each; every anchor then bisects."""
+    verbs = datas = negations = None
+    for m in _EXFIL_TARGET.finditer(text, low):
+        if not word_start(text, m.start()):
+            continue
+        lead = _EXFIL_LEAD.search(text, max(0, m.start() - 60), m.start())
+        if lead is None:
+            continue
+        anchor = lead.start()
+        if verbs is None:
+            verbs = _starts(_EXFIL_VERB, text, low)
+            datas = _starts(_EXFIL_DATA, text, low)
+            negations = _starts(_NEGATION, text, low)
+        lo = max(0, anchor - _EXFIL_REACH)
+        begin = max(lo, text.rfind("\n", lo, anchor) + 1, text.rfind(". ", lo, anchor) + 1)
+        i = bisect.bisect_left(verbs, begin)  # the first verb: data after any verb
+        if i == len(verbs) or verbs[i] >= anchor:
+            continue
+        j = bisect.bisect_right(datas, verbs[i])
+        if j == len(datas) or datas[j] >= anchor:
+            continue
+        k = bisect.bisect_left(negations, begin)
+        if k < len(negations) and negations[k] < verbs[i]:
+            continue
+        yield verbs[i], m.end()
+
+
+INJECTION_RULES: list[Rule] = [
+    Rule("ignore-previous-instructions", INJECTION,
+         "an instruction to ignore previous instructions", "our phrase list; OWASP LLM01",
+         ("ignore", "disregard", "forget", "override", "bypass"),
+         phrase(("ignore", "disregard", "forget", "override", "bypass"), _IGNORE_PREVIOUS)),
+    Rule("disregard-instructions", INJECTION,
+         "an instruction to disregard the reader's own instructions or system prompt",
+         "our phrase list; OWASP LLM01",
+         ("ignore", "disregard", "forget", "override", "bypass", "abandon"),
+         phrase(("ignore", "disregard", "forget", "override", "bypass", "abandon"),
+                 _DISREGARD)),
+    Rule("role-override", INJECTION,
+         "a role-play override that gives the reader a new identity or mode",
+         "our phrase list; OWASP LLM01",
+         ("now", "pretend", "imagine", "act", "behave", "respond", "role", "dan"),
+         _find_role_override),
+    Rule("fake-role-header", INJECTION,
+         "a fake chat role header or chat-template control token",
+         "ChatML and Llama chat templates; OWASP LLM01",
+         ("<|", "<<sys", "inst]", "system", "assistant", "developer"), _find_role_headers),
+    Rule("invisible-unicode", INJECTION,
+         "invisible, zero-width, bidi-control or tag characters",
+         "Unicode Cf ranges; CVE-2021-42574 (Trojan Source); tag-character smuggling",
+         (), _find_invisible),
+    Rule("exfiltration-url", INJECTION,
+         "a link or image whose URL is templated with conversation data",
+         "markdown-image exfiltration; OWASP LLM01, LLM02", ("://",), _find_exfil_urls),
+    Rule("exfiltration-instruction", INJECTION,
+         "an instruction to send conversation data or secrets to a URL or endpoint",
+         "our phrase list; OWASP LLM01, LLM02",
+         ("url", "link", "endpoint", "webhook", "://"), _find_exfil_instructions),
+]
