@@ -2,6 +2,50 @@
 
 A finding flags the memory (memory/write.py); it is stored, withheld from prompts. The table
 and the judgment calls are in the package's docstring (`soulgraph.memory.scanner`).
+
+Rules and where their facts come from. The patterns are our own code; the facts (prefixes,
+lengths, character classes, placeholder lists) are the ones these maintained sets publish.
+"detect-secrets" is Yelp's detect-secrets (its `detect_secrets/plugins/*`), "gitleaks" is
+gitleaks' default rule set (`config/gitleaks.toml`, rule id given).
+
+| rule id | kind | source of the facts |
+|---|---|---|
+| `ignore-previous-instructions` | injection | our phrase list; OWASP Top 10 for LLM Applications, LLM01 Prompt Injection |
+| `disregard-instructions` | injection | our phrase list; OWASP LLM01 |
+| `role-override` | injection | our phrase list ("you are now …", jailbreak role-play); OWASP LLM01 |
+| `fake-role-header` | injection | chat-template control tokens (ChatML's `im_start` / `im_end`, Llama's `<<SYS>>`, `[INST]`, `start_header_id`); line-start `system:` / `### System` headers |
+| `invisible-unicode` | injection | Unicode general category Cf: zero-width U+200B–U+200F, bidi embeddings/overrides U+202A–U+202E ("Trojan Source", CVE-2021-42574), U+2060–U+2064, bidi isolates U+2066–U+2069, U+FEFF, tag characters U+E0000–U+E007F ("ASCII smuggling") |
+| `exfiltration-url` | injection | markdown image / link whose URL is templated with conversation data (the markdown-image exfiltration class; OWASP LLM01, LLM02) |
+| `exfiltration-instruction` | injection | our phrase list: send / post / append <conversation, secrets, …> to <URL, endpoint, webhook> |
+
+Judgment calls (tests/test_scanner.py holds an example of each):
+
+- "ignore previous instructions / prompts / guidelines" fires with up to two words between
+  ("ignore the previous setup instructions" does too: it is the attack's own wording), but
+  nouns that ordinary notes use ("messages", "commands", "rules", "context") fire only right
+  after "previous": "ignore previous error messages in the log" passes.
+- "act as a reviewer for PR 42" passes: "act as" is ordinary delegation language in notes.
+  Only the jailbreak forms fire (`act as an unrestricted/unfiltered … AI`, `act as DAN`,
+  `act as if you have no restrictions`), and "you are now …" fires only when it gives the
+  reader a new model identity or mode ("you are now an unrestricted AI", "… in developer
+  mode", "… DAN"), not a human role ("you are now the on-call owner").
+- A line-start `system:` / `### System` header is an injection only when the next ~240
+  characters carry an instruction cue ("you must", "ignore", "from now on", "respond", …):
+  "System: Debian 12, 8 GB RAM" in a host note passes. Chat-template control tokens always
+  fire, even in a note about prompt formats: the reader of the memory is a model.
+- Zero-width joiner / non-joiner (U+200D, U+200C) between two non-ASCII letters or emoji is
+  how emoji sequences and Persian/Indic scripts are written, so it passes; a lone U+FEFF at
+  offset 0 is a byte-order mark from an imported file and passes. Everything else in the
+  listed ranges fires, one finding per run of consecutive characters.
+- A markdown image whose URL (path or query) carries any template placeholder fires (images
+  load by themselves); a link or a bare URL fires only when a query value is a placeholder
+  naming conversation data (`{conversation}`, `{{chat_history}}`, `$SECRETS`,
+  `<SUMMARY_OF_CHAT>`), so "GET https://api.example/search?q={query}" in an API note passes.
+- Where a provider rule and a generic rule overlap (`token=ghp_…`), only the provider rule is
+  reported; likewise overlapping injection rules report once.
+- Not covered: passwords in prose ("my password is hunter2"), quoted passphrases with spaces,
+  homoglyph or full-width spellings of the injection phrases, and injections in other
+  languages. The scanner is one layer, not the whole defence.
 """
 
 from __future__ import annotations

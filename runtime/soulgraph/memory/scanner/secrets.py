@@ -3,6 +3,54 @@
 The facts (prefixes, lengths, character classes, placeholder lists) come from the maintained
 rule sets named in each rule's `source`; the table and the judgment calls are in the
 package's docstring (`soulgraph.memory.scanner`).
+
+Rules and where their facts come from. The patterns are our own code; the facts (prefixes,
+lengths, character classes, placeholder lists) are the ones these maintained sets publish.
+"detect-secrets" is Yelp's detect-secrets (its `detect_secrets/plugins/*`), "gitleaks" is
+gitleaks' default rule set (`config/gitleaks.toml`, rule id given).
+
+| rule id | kind | source of the facts |
+|---|---|---|
+| `private-key-block` | secret | detect-secrets PrivateKeyDetector (`BEGIN … PRIVATE KEY` header kinds: DSA, EC, OPENSSH, PGP, RSA, SSH2 ENCRYPTED, plain; `PuTTY-User-Key-File`); gitleaks `private-key` |
+| `aws-access-key-id` | secret | gitleaks `aws-access-token` (A3T?/AKIA/ASIA/ABIA/ACCA + 16, `…EXAMPLE` allowed); detect-secrets AWSKeyDetector |
+| `aws-secret-access-key` | secret | detect-secrets AWSKeyDetector (40 chars of `[A-Za-z0-9/+]` after an `aws…key/secret` name) |
+| `github-token` | secret | detect-secrets GitHubTokenDetector (`ghp_ gho_ ghu_ ghs_ ghr_` + 36); GitHub's 2021-04-05 token-format post |
+| `github-fine-grained-pat` | secret | gitleaks `github-fine-grained-pat` (`github_pat_` + 82 word chars) |
+| `gitlab-token` | secret | detect-secrets GitLabTokenDetector (`glpat- gloas- gldt- glrt- glcbt- glptt- glft- glimt- glagent- glsoat-` + 20–50); gitleaks `gitlab-pat` |
+| `slack-token` | secret | detect-secrets SlackDetector (`xox[abposr]-` digit groups); gitleaks `slack-app-token` (`xapp-`) |
+| `slack-webhook-url` | secret | detect-secrets SlackDetector; gitleaks `slack-webhook-url` (`hooks.slack.com/` then `services/`, `workflows/` or `triggers/`) |
+| `stripe-key` | secret | detect-secrets StripeDetector (`sk_live_ rk_live_`); gitleaks `stripe-access-token` (`test`, `prod` too) |
+| `anthropic-api-key` | secret | gitleaks `anthropic-api-key`, `anthropic-admin-api-key` (`sk-ant-api03-`, `sk-ant-admin01-`) |
+| `openai-api-key` | secret | detect-secrets OpenAIDetector (`T3BlbkFJ` marker); gitleaks `openai-api-key` (`sk-proj- sk-svcacct- sk-admin-`) |
+| `google-api-key` | secret | gitleaks `gcp-api-key` (`AIza` + 35 of `[\\w-]`) |
+| `huggingface-token` | secret | gitleaks `huggingface-access-token` (`hf_` + 34), `huggingface-organization-api-token` (`api_org_` + 34) |
+| `npm-token` | secret | gitleaks `npm-access-token` (`npm_` + 36); detect-secrets NpmDetector |
+| `pypi-token` | secret | detect-secrets PypiTokenDetector (`pypi-AgEIcHlwaS5vcmc`, `pypi-AgENdGVzdC5weXBpLm9yZw` + 70 or more) |
+| `sendgrid-api-key` | secret | detect-secrets SendGridDetector (`SG.` 22 `.` 43) |
+| `twilio-api-key` | secret | detect-secrets TwilioKeyDetector, gitleaks `twilio-api-key` (`SK` + 32 hex) |
+| `jwt` | secret | detect-secrets JwtTokenDetector (`eyJ…` segments that decode to JSON); gitleaks `jwt` |
+| `url-credentials` | secret | detect-secrets BasicAuthDetector (`scheme://user:password@host`) |
+| `authorization-header` | secret | gitleaks `curl-auth-header` (`Authorization: Bearer …` / `Basic …`) |
+| `credential-assignment` | secret | detect-secrets KeywordDetector (secret-sounding names, its FALSE_POSITIVES values); gitleaks `generic-api-key` and its global allowlist (placeholders, `$VAR`, `${…}`, `{{…}}`, system paths) |
+
+Judgment calls (tests/test_scanner.py holds an example of each):
+
+- Ordinary notes pass: "the password policy requires 12 characters", "rotate the AWS keys
+  monthly", "token bucket rate limiter", "ignore the previous build output". A
+  `credential-assignment` needs a name that *ends* in a secret word (`db_password`,
+  `GITHUB_TOKEN`, `_authToken`; not `password_policy`, `max_tokens`), a separator, and a value
+  that looks like a secret: 6+ characters, not a placeholder (`<your password>`, `***`,
+  `${VAR}`, `{{ x }}`, `%VAR%`, `changeme`, `REDACTED`, …), not a reference (a path, a dotted
+  name such as `settings.DB_PASS`, an identifier such as `confirm_password`, a call or an
+  index), not a number with a unit, date or version, and not a word or two in one case
+  ("token: optional", "password: Required", `"sk-test"`) unless 16+ characters long (then it
+  is taken for a passphrase, such as correct-horse-battery-staple).
+- A private-key header alone ("the file starts with -----BEGIN OPENSSH PRIVATE KEY-----")
+  passes; a header followed by key material (a base64 line of 32+ characters) fires, with or
+  without its END line (a truncated key is still key material).
+- `AKIA…EXAMPLE` (AWS's documentation key) passes, as in gitleaks. Stripe test keys fire
+  (they authenticate, to test-mode data). A Twilio account SID (`AC…`) is an identifier, not
+  a credential: only API keys (`SK…`) fire; an auth token is caught as an assignment.
 """
 
 from __future__ import annotations
