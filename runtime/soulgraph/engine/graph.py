@@ -218,6 +218,16 @@ class SoulGraph:
         # Called with a node's id whenever it is inserted or taken out, so a side index (the
         # vectors of store/vectors.py) can follow without scanning the graph.
         self.watchers: list[Callable[[str], None]] = []
+        # The write guard (memory/guard.py; the store gives every graph it holds one): None,
+        # or an object that vets every writer string before it enters. The engine only calls it:
+        #   guard.node(graph, node)   a node about to enter (add, explore, promote) or a node's
+        #                             next state (update, tag): it raises to refuse, or marks the
+        #                             node (any field it changes is applied with the change)
+        #   guard.strings             the fields whose `update` calls guard.node
+        #   guard.pin(graph, node)    before a pin: it raises to refuse
+        #   guard.entry(graph, entry) an audit entry about to be logged: raises, or returns the
+        #                             entry to keep
+        self.guard: Any = None
 
     # ----------------------------------------------------------------- nodes
     def __len__(self) -> int:
@@ -233,11 +243,16 @@ class SoulGraph:
             raise UnknownNode(node_id) from None
 
     def _new_id(self) -> str:
-        while f"n{self.next_id}" in self.nodes or f"n{self.next_id}" in self.branch:
-            self.next_id += 1
-        node_id = f"n{self.next_id}"
-        self.next_id += 1
-        return node_id
+        number = self._free_number()
+        self.next_id = number + 1
+        return f"n{number}"
+
+    def _free_number(self) -> int:
+        """The number of the id `_new_id` gives next (taken only once the node is in)."""
+        number = self.next_id
+        while f"n{number}" in self.nodes or f"n{number}" in self.branch:
+            number += 1
+        return number
 
     def add(
         self,
@@ -278,8 +293,9 @@ class SoulGraph:
         parents = list(dict.fromkeys(parents))
         for parent in parents:
             self.get(parent)
-        if node_id is None:
-            node_id = self._new_id()
+        numbered = node_id is None
+        if numbered:
+            node_id = f"n{self._free_number()}"
         elif node_id in self.nodes:
             raise SoulGraphError(f"node id {node_id!r} already exists")
         now = self.clock() if created_at is None else created_at
@@ -293,6 +309,10 @@ class SoulGraph:
             metadata=dict(metadata or {}),
             **memory,
         )
+        if self.guard is not None:
+            self.guard.node(self, node)  # before anything changes: a refusal leaves no trace
+        if numbered:
+            self._new_id()
         self._insert(node)
         for parent in parents:
             self._add_edge(parent, node_id)
@@ -349,6 +369,8 @@ class SoulGraph:
 
     def pin(self, node_id: str, pinned: bool = True) -> Node:
         node = self.get(node_id)
+        if pinned and self.guard is not None:
+            self.guard.pin(self, node)
         self._keep(node_id)
         node.pinned = pinned
         self.dirty.add(node_id)
@@ -360,14 +382,47 @@ class SoulGraph:
 
     def tag(self, node_id: str, *tags: str) -> Node:
         node = self.get(node_id)
+        new = [tag for tag in dict.fromkeys(tags) if tag not in node.tags]
+        marked = self._vetted(node, {"tags": node.tags + new}) if new and self.guard is not None else {}
+        marked.pop("tags", None)
         self._keep(node_id)
-        for tag in tags:
-            if tag not in node.tags:
-                node.tags.append(tag)
-                self.tags.setdefault(tag, set()).add(node_id)
+        for tag in new:
+            node.tags.append(tag)
+            self.tags.setdefault(tag, set()).add(node_id)
+        if marked:
+            self._set(node, marked)
         (self.index if node.status == ACTIVE else self.archive_index).add(node.id, node.content + " " + " ".join(node.tags))
         self.dirty.add(node_id)
         return node
+
+    def _vetted(self, node: Node, changes: dict[str, Any]) -> dict[str, Any]:
+        """`changes` to `node` as the guard lets them through: it may refuse (raises, nothing
+        changed) or add changes of its own (a flag, a dropped pin)."""
+        candidate = Node(**{f.name: getattr(node, f.name) for f in fields(Node)})
+        candidate.tags, candidate.metadata = list(node.tags), dict(node.metadata)
+        for name, value in changes.items():
+            setattr(candidate, name, value)
+        self.guard.node(self, candidate)
+        return {f.name: getattr(candidate, f.name) for f in fields(Node)
+                if f.name in changes or getattr(candidate, f.name) != getattr(node, f.name)}
+
+    def _set(self, node: Node, values: dict[str, Any]) -> None:
+        """Set fields of a node (inside `_keep`) and keep the indexes over them right."""
+        node_id = node.id
+        was_active, old_kind, old_scope = node.status == ACTIVE, node.kind, node.scope
+        for name, value in values.items():
+            setattr(node, name, value)
+        if "pinned" in values:
+            (self.pinned.add if node.pinned else self.pinned.discard)(node_id)
+        if node.kind != old_kind:
+            self.kinds[old_kind].discard(node_id)
+            self.kinds.setdefault(node.kind, set()).add(node_id)
+        if node.scope != old_scope:
+            self._unscope(node_id, old_scope)
+            if node.scope:
+                self._scope_add(node_id, node.scope)
+        if was_active != (node.status == ACTIVE):
+            (self._reactivate if node.status == ACTIVE else self._deactivate)(node)
 
     # ----------------------------------------------------------------- edges
     def link(self, parent: str, child: str) -> bool:
@@ -841,10 +896,13 @@ class SoulGraph:
             if parent not in self.nodes and parent not in self.branch:
                 raise UnknownNode(parent)
         now = self.clock()
-        self._keep_branch()
-        node = Node(id=self._new_id(), content=content, tags=list(dict.fromkeys(tags)),
+        node = Node(id=f"n{self._free_number()}", content=content, tags=list(dict.fromkeys(tags)),
                     created_at=now, last_accessed=now, metadata={"hypothesis": True},
                     scope=record.checked("scope", scope))
+        if self.guard is not None:
+            self.guard.node(self, node)  # before anything changes: a refusal leaves no trace
+        self._keep_branch()
+        self._new_id()
         self.branch[node.id] = node
         self.branch_parents[node.id] = set(parents)
         self.branch_dirty = True
@@ -861,6 +919,8 @@ class SoulGraph:
                                  f"{'a hypothesis' if len(waiting) == 1 else 'hypotheses'}: promote "
                                  f"{'it' if len(waiting) == 1 else 'them'} first, or discard {node_id!r}")
         self._keep_branch()
+        if self.guard is not None:
+            self.guard.node(self, self.branch[node_id])  # vetted again as it enters the graph
         node = self.branch.pop(node_id)
         self.branch_dirty = True
         parents = [p for p in self.branch_parents.pop(node_id) if p in self.nodes]
@@ -991,19 +1051,10 @@ class SoulGraph:
                 checked[name] = record.checked(name, value)
             except ValueError as exc:
                 raise SoulGraphError(str(exc).removeprefix("memory: ")) from None
+        if self.guard is not None and not self.guard.strings.isdisjoint(checked):
+            checked = self._vetted(node, checked)  # a strength or a date alone is not rescanned
         self._keep(node_id)
-        was_active, old_kind, old_scope = node.status == ACTIVE, node.kind, node.scope
-        for name, value in checked.items():
-            setattr(node, name, value)
-        if node.kind != old_kind:
-            self.kinds[old_kind].discard(node_id)
-            self.kinds.setdefault(node.kind, set()).add(node_id)
-        if node.scope != old_scope:
-            self._unscope(node_id, old_scope)
-            if node.scope:
-                self._scope_add(node_id, node.scope)
-        if was_active != (node.status == ACTIVE):
-            (self._reactivate if node.status == ACTIVE else self._deactivate)(node)
+        self._set(node, checked)
         self.dirty.add(node_id)
         return node
 
@@ -1034,6 +1085,8 @@ class SoulGraph:
 
     def log(self, entry: dict[str, Any]) -> None:
         """Append an audit entry; it is journaled with the change that made it."""
+        if self.guard is not None:
+            entry = self.guard.entry(self, entry)
         self.audit.append(entry)
 
     def rewrite_audit(self, rewrite: Callable[[dict[str, Any]], dict[str, Any]]) -> int:

@@ -38,7 +38,7 @@ from typing import Iterator
 
 from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, SoulGraph
 from soulgraph.engine.load import paused_gc
-from soulgraph.memory import record
+from soulgraph.memory import guard, record
 from soulgraph.store import journal, snapshot
 from soulgraph.store.atomic import FolderSyncError, fsync_folder, sweep_temp_files, write_atomically
 from soulgraph.store.journal import JournalError
@@ -207,6 +207,9 @@ class SoulFile:
             sig, size = _signature(st), len(raw)
             del raw
         graph.strength_half_life = self.strength_half_life
+        # Every write to a graph this store holds passes the write guard (memory/guard.py): what
+        # the files hold was vetted when written; a `save` elsewhere vets it again.
+        graph.guard = guard.WriteGuard(vetted=not graph.nodes and not graph.branch)
         self._graph, self._schema, self._snapshot_seq, self._snapshot_sig = graph, schema, seq, sig
         self._snapshot_size, self._seq, self._encoded = size, seq, {}
         self._open_journal()
@@ -704,9 +707,17 @@ class SoulFile:
 
     def save(self, graph: SoulGraph) -> None:
         """Replace the whole graph (for example with a freshly seeded one). Other processes
-        see a snapshot newer than anything they hold, and read it whole."""
+        see a snapshot newer than anything they hold, and read it whole. A graph not built
+        through the write guard (or read from another file) is vetted whole first."""
         with self._mutex, self._locked():
             self._refuse_read_only()
+            if graph.guard is None or not graph.guard.vetted:
+                # Built without the write guard, or read from another file: every string is
+                # vetted now, as if written (a secret refuses the save; injection flags).
+                try:
+                    guard.vet_graph(graph)
+                except guard.RefusedMemory as exc:
+                    raise SoulFileError(self.path, f"{exc}; the graph was not written") from None
             last = self._last_seq_on_disk()
             kept = self._graph, self._encoded, self._schema, self._seq
             graph.strength_half_life = self.strength_half_life
