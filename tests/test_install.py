@@ -17,7 +17,7 @@ from soulgraph.hermes.skill import SKILL_RELPATH, skill_text
 
 REPORT_KEYS = {
     "hermes_home", "profile", "check", "status", "config", "mcp_server", "backup", "config_diff",
-    "seed", "seed_nodes", "scopes", "seed_skipped", "soul_file", "skill", "skill_file", "plugin", "plugin_dir", "memory_provider",
+    "seed", "seed_nodes", "scopes", "seed_skipped", "seed_flagged", "soul_file", "skill", "skill_file", "plugin", "plugin_dir", "memory_provider",
     "memory_provider_before", "warnings", "errors",
 }
 PROVIDER_LINE = "  provider: soulgraph  # managed by python -m soulgraph.install"
@@ -68,7 +68,7 @@ def test_first_install_adds_entry_seed_and_skill(home, capsys):
     assert report | {"backup": None, "config_diff": "", "warnings": []} == {
         "hermes_home": str(home), "profile": None, "check": False, "status": "changed",
         "config": str(home / "config.yaml"), "mcp_server": "added", "backup": None, "config_diff": "",
-        "seed": "created", "seed_nodes": 16, "scopes": None, "seed_skipped": ["memories/MEMORY.md.bak.1714000000"], "soul_file": str(home / "soul.json"),
+        "seed": "created", "seed_nodes": 16, "scopes": None, "seed_skipped": ["memories/MEMORY.md.bak.1714000000"], "seed_flagged": [], "soul_file": str(home / "soul.json"),
         "skill": "installed", "skill_file": str(home / SKILL_RELPATH), "warnings": [], "errors": [],
         "plugin": "installed", "plugin_dir": str(home / "plugins" / "soulgraph"),
         "memory_provider": "selected", "memory_provider_before": None,

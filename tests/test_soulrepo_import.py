@@ -153,7 +153,7 @@ def test_a_new_commit_supersedes_what_changed_and_archives_what_went(installed_h
 
     assert report.status == "changed" and report.commit == second
     assert report.memories | {} == {"added": 1, "unchanged": 6, "already_known": 0, "superseded": 1, "archived": 1,
-                                    "refused": 0}
+                                    "refused": 0, "flagged": 0}
     graph = SoulFile(home / "soul.json").graph()
     was = graph.get(old["The staging database is db-7 in the Frankfurt region."].id)
     now = graph.get(was.superseded_by)

@@ -5,6 +5,9 @@ session ends (`on_session_end`). It reads the session's turn memories not yet co
 and promotes the user's sentences that state a preference, a commitment, a decision, a
 lesson or a fact about themselves into typed memories, each built on the turn it came from.
 Deterministic rules, no model call: a sentence is promoted when one of `RULES` matches it.
+What it writes passes the write guard like any write, and a sentence that reads like prompt
+injection (or any sentence of a turn the guard flagged) is never promoted: a typed memory
+is read into every prompt. `Consolidation.flagged` counts those left out.
 A promoted sentence already held as an active memory of the same kind is confirmed (its
 strength grows) instead of added twice. Each turn is marked consolidated (metadata), so a
 second pass over the same session adds nothing.
@@ -22,7 +25,7 @@ from typing import Any
 
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes.turns import session_node, session_turns
-from soulgraph.memory import lifecycle
+from soulgraph.memory import guard, lifecycle, record
 from soulgraph.memory.scopes import SHARED
 from soulgraph.memory.write import RefusedMemory, remember
 
@@ -72,6 +75,9 @@ class Consolidation:
     added: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, id, content)
     confirmed: list[tuple[str, str]] = field(default_factory=list)  # (kind, id)
     refused: int = 0  # sentences the scanner refused
+    # Sentences not promoted because they, or the turn they came from, read like prompt
+    # injection: a typed memory is read into every prompt, so none is made of them.
+    flagged: int = 0
     turns: int = 0
 
     def summary(self, limit: int = 1200) -> str:
@@ -99,9 +105,16 @@ def consolidate(graph: SoulGraph, session_id: str, messages: list[dict[str, Any]
         if turn.metadata.get(CONSOLIDATED):
             continue
         result.turns += 1
-        for sentence in user_sentences(turn.content):
-            _promote(graph, sentence, turn.id, turn.source_ref or session_id, session_id, result, scope)
-        graph.update(turn.id, metadata={**turn.metadata, CONSOLIDATED: True})
+        found = user_sentences(turn.content)
+        if record.flagged(turn.metadata):
+            result.flagged += sum(1 for sentence in found if match(sentence) is not None)
+        else:
+            for sentence in found:
+                _promote(graph, sentence, turn.id, turn.source_ref or session_id, session_id, result, scope)
+        try:
+            graph.update(turn.id, metadata={**turn.metadata, CONSOLIDATED: True})
+        except RefusedMemory:  # a turn stored before every field was scanned: it stays as it was
+            result.refused += 1
     texts = [_text(m.get("content")) for m in messages or () if isinstance(m, dict) and m.get("role") == "user"]
     if any(texts):
         turns = session_turns(graph, session_id, scope)
@@ -117,6 +130,13 @@ def _promote(graph: SoulGraph, sentence: str, parent: str, source_ref: str, sess
     rule = match(sentence)
     if rule is None:
         return
+    try:  # a sentence that reads like injection never becomes a typed memory
+        if guard.inspect(iter([("sentence", sentence)]), "consolidate"):
+            result.flagged += 1
+            return
+    except RefusedMemory:
+        result.refused += 1
+        return
     existing = _same(graph, sentence, rule.kind, scope)
     if existing is not None:
         held = graph.nodes[existing].source_ref or ""
@@ -129,6 +149,10 @@ def _promote(graph: SoulGraph, sentence: str, parent: str, source_ref: str, sess
                            source="hermes:consolidate", source_ref=source_ref, where="consolidate", scope=scope)
     except RefusedMemory:
         result.refused += 1
+        return
+    if record.flagged(written.node.metadata):  # flagged by a field besides the sentence: not kept
+        graph.remove(written.node.id)
+        result.flagged += 1
         return
     result.added.append((rule.kind, written.node.id, sentence))
 

@@ -10,7 +10,9 @@ Idempotent changes, reported as one JSON object on stdout:
    choice stays unless `--memory-provider soulgraph` (`none` leaves both alone).
    config.yaml is written once for 1 and 2, after a backup, atomically, its mode kept; the
    copy from before our first change is kept in .soulgraph/ (hermes/install_state.py).
-3. Seed: when soul.json does not exist, it is built from SOUL.md and the memories.
+3. Seed: when soul.json does not exist, it is built from SOUL.md and the memories. Only
+   SOUL.md entries the scanner passes become pinned axioms; those that read like prompt
+   injection are stored flagged (private, unpinned) and listed in `seed_flagged`.
    An existing soul.json is never touched; an unreadable one is reported.
 4. Skill: skills/soul-graph/SKILL.md, only next to the MCP entry; a hand-written skill
    of that name is left alone.
@@ -74,6 +76,9 @@ def new_report(home: Path | None, profile: str | None, check: bool) -> dict[str,
         "seed_nodes": None,
         "scopes": None,  # an existing soul: shared and user memories, and the schema migration the next write makes
         "seed_skipped": [],  # Hermes' backups of memory files, not seeded (--seed-backups reads them)
+        # Seeded entries the scanner flagged as prompt injection: stored private, never pinned,
+        # withheld from prompts ({"id", "sources", "rules", "pin_dropped"} each).
+        "seed_flagged": [],
         "soul_file": str(base / SOUL_FILE) if home else None,
         "skill": "skipped",  # installed | updated | unchanged | hand-written, left alone | skipped | error
         "skill_file": str(base / SKILL_RELPATH) if home else None,
@@ -265,10 +270,11 @@ def _install_seed(report: dict[str, Any], home: Path, check: bool, include_backu
             report["seed"] = SEED_CORRUPT
             report["errors"].append(f"{exc} (the soul MCP server will refuse to start until it is fixed or moved away)")
         return
-    from soulgraph.hermes.seed import backups, seed_graph  # only here: it loads the memory scanner
+    from soulgraph.hermes.seed import backups, flagged_report, seed_graph  # only here: it loads the memory scanner
 
     graph, warnings = seed_graph(home, include_backups=include_backups)
     report["warnings"] += [f"seed: {w}" for w in warnings]
+    report["seed_flagged"] = flagged_report(graph)
     report["seed_skipped"] = [] if include_backups else backups(home)
     report["seed_nodes"] = len(graph)
     report["seed"] = "created"

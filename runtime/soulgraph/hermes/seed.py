@@ -2,7 +2,10 @@
 
 Sources, in order (the first copy of an entry gives its node's place and line):
 
-- `SOUL.md` at the home's root: the agent's persona. Its entries are pinned axioms.
+- `SOUL.md` at the home's root: the agent's persona. Its entries are pinned axioms, those
+  the scanner passes: an entry that reads like prompt injection is stored flagged (private,
+  not pinned, withheld from prompts) and listed in the report's `flagged`; one holding a
+  secret is not seeded (a warning says which).
 - `memories/MEMORY.md` (the agent's notes) and `memories/USER.md` (about the user).
 - Any other `*.md` under `memories/`, and `MEMORY.md` / `USER.md` at the root (an older
   layout).
@@ -30,6 +33,8 @@ from typing import Any
 from soulgraph.engine.graph import Clock, CycleError, SoulGraph
 from soulgraph.hermes.home import HermesHomeError, read_text_leniently, resolve_home
 from soulgraph.hermes.markdown_entries import normalise, parse_blocks
+from soulgraph.memory import record
+from soulgraph.memory.guard import flagged_nodes
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError
 
@@ -135,11 +140,15 @@ def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Sour
             node_id = by_key[key] = node.id
         else:
             node = graph.get(node_id)
-            if where not in node.metadata["sources"]:
-                node.metadata["sources"].append(where)
+            if where not in node.metadata["sources"]:  # through the guard: a file name is scanned too
+                graph.update(node_id, metadata={**node.metadata, "sources": [*node.metadata["sources"], where]})
             graph.tag(node_id, *tags)
             if pin and not node.pinned:
-                graph.pin(node_id)
+                if record.flagged(node.metadata):
+                    warnings.append(f"{source.relpath}:{block.line}: not pinned: this entry reads like prompt "
+                                    f"injection ({', '.join(record.flagged(node.metadata))})")
+                else:
+                    graph.pin(node_id)
         ids.append(node_id)
         if block.parent is not None and ids[block.parent] is not None and ids[block.parent] != node_id:
             try:
@@ -164,8 +173,16 @@ def summarize(graph: SoulGraph, warnings: list[str], home: Path) -> dict[str, An
         "pinned": len(graph.pinned),
         "by_tag": {tag: len(graph.tags.get(tag, ())) for tag in ("soul", "memory", "user", AXIOM_TAG, SECTION_TAG)},
         "entries_by_file": by_file,
+        "flagged": flagged_report(graph),
         "warnings": warnings,
     }
+
+
+def flagged_report(graph: SoulGraph) -> list[dict[str, Any]]:
+    """The entries the scanner flagged as prompt injection: stored private, never pinned, withheld
+    from prompts. `pin_dropped`: a SOUL.md entry that would have been a pinned axiom."""
+    return [{"id": node.id, "sources": node.metadata.get("sources", []), "rules": list(record.flagged(node.metadata)),
+             "pin_dropped": AXIOM_TAG in node.tags and not node.pinned} for node in flagged_nodes(graph)]
 
 
 def _describe(graph: SoulGraph) -> list[dict[str, Any]]:
@@ -216,6 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{report['nodes']} nodes ({report['sections']} sections), {report['edges']} edges, {report['pinned']} pinned")
     for relpath, count in report["entries_by_file"].items():
         print(f"  {relpath}: {count}")
+    if report["flagged"]:
+        print(f"{len(report['flagged'])} flagged as prompt injection (stored private, not pinned, withheld from prompts):")
+        for item in report["flagged"]:
+            places = ", ".join(f"{s['file']}:{s['line']}" for s in item["sources"])
+            print(f"  {item['id']} ({places}): {', '.join(item['rules'])}")
     for warning in warnings:
         print(f"warning: {warning}")
     if args.out:

@@ -8,9 +8,11 @@ conversation's order and `related` walks from a recalled turn to its neighbours.
 
 What a turn keeps: the user's words (up to `USER_CHARS`), the assistant's answer (up to
 `ASSISTANT_CHARS`), the names of the tools it used, and a tool's result only when it is short
-(`TOOL_RESULT_CHARS`): a fetched web page or a file dump is not a memory. Secrets are cut out
-before anything is written (`memory.write.redact_secrets`), and the scanner then checks the
-whole text as for any write.
+(`TOOL_RESULT_CHARS`): a fetched web page or a file dump is not a memory. Secrets in the text
+are cut out before anything is written (`memory.write.redact_secrets`); then the write guard
+checks every field as for any write: a secret left in another field (the session id, the user
+id, the platform, the sender's metadata) refuses the turn, and a turn that reads like prompt
+injection is stored flagged (private, withheld from prompts, never consolidated).
 """
 
 from __future__ import annotations

@@ -13,8 +13,11 @@ those changes; `--check` stops after the plan and shows it, with diffs. In order
    edited since by hand, is left alone too (`.soulgraph/soul-import.json` holds the
    SHA-256 of every file we wrote). A skill gone from the repository is removed when
    untouched.
-5. Memories, into the soul graph through the one write path (scanned): every entry of
-   SOUL.md and IDENTITY.md as a pinned axiom, of USER.md and the `memory` files as a memory.
+5. Memories, into the soul graph through the one write path (every string scanned, the
+   file paths and provenance too): every entry of SOUL.md and IDENTITY.md as a pinned axiom,
+   of USER.md and the `memory` files as a memory. An entry that reads like prompt injection
+   is stored flagged (private, never pinned, withheld from prompts) and listed in the
+   report's `flagged`; one whose strings hold a secret is refused (`memories.refused`).
    Provenance: `source` is `import:<origin>@<commit>:<path>`, and `metadata.import` holds
    origin, path, entry number and commit. An entry already imported from this origin is
    left as it is (so a second import of one commit changes nothing); a changed entry
@@ -41,8 +44,8 @@ from typing import Any, Callable
 from soulgraph.engine.graph import SoulGraph
 from soulgraph.hermes.home import HermesHomeError, resolve_home
 from soulgraph.hermes.markdown_entries import normalise, parse_blocks
-from soulgraph.hermes.seed import seed_graph
-from soulgraph.memory import lifecycle
+from soulgraph.hermes.seed import flagged_report, seed_graph
+from soulgraph.memory import guard, lifecycle, record
 from soulgraph.memory.markdown_files import SEPARATOR, locked
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.soulrepo.validate import ARTIFACT_NAMES, ARTIFACT_SUFFIXES, validate
@@ -86,7 +89,10 @@ class Report:
     identity: dict[str, str] = field(default_factory=dict)  # target -> what happened
     skills: dict[str, str] = field(default_factory=dict)  # skill path -> what happened
     memories: dict[str, int] = field(default_factory=lambda: {
-        "added": 0, "unchanged": 0, "already_known": 0, "superseded": 0, "archived": 0, "refused": 0})
+        "added": 0, "unchanged": 0, "already_known": 0, "superseded": 0, "archived": 0, "refused": 0, "flagged": 0})
+    # Entries the scanner flagged as prompt injection: stored private, never pinned, withheld
+    # from prompts ({"id", "path", "entry", "rules", "pin_dropped"} each).
+    flagged: list[dict[str, Any]] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)  # one line per change, in order
     diff: str = ""
     backups: list[str] = field(default_factory=list)
@@ -102,7 +108,8 @@ class Report:
                    f"~{counts['superseded']} -{counts['archived']})")
         return {"repo": self.repo, "hermes_home": self.hermes_home, "origin": self.origin, "commit": self.commit,
                 "check": self.check, "status": self.status, "summary": summary, "identity": self.identity,
-                "skills": self.skills, "memories": self.memories, "changes": self.changes, "diff": self.diff,
+                "skills": self.skills, "memories": self.memories, "flagged": self.flagged, "changes": self.changes,
+                "diff": self.diff,
                 "backups": self.backups, "sessions": self.sessions, "warnings": self.warnings, "errors": self.errors}
 
 
@@ -466,6 +473,9 @@ def _memories(root: Path, home: Path, core: dict[str, str], memory_files: list[s
     soul_file = home / SOUL_FILE
     if not soul_file.exists():
         graph, _ = seed_graph(home, clock=clock)  # as the installer seeds it, so the host's own memories stay
+        report.flagged += [{"id": item["id"], "path": f"(seeded from the home) {s['file']}", "entry": s["line"],
+                            "rules": item["rules"], "pin_dropped": item["pin_dropped"]}
+                           for item in flagged_report(graph) for s in item["sources"][:1]]
         if report.check:
             _memory_report(plan_memories(graph, report.origin, entries, "SOUL.md" in report.replaced), graph, report)
             report.changes.insert(0, f"{SOUL_FILE}: created (seeded from the home, then the import)")
@@ -501,6 +511,17 @@ def _memory_report(plan: MemoryPlan, graph: SoulGraph, report: Report) -> None:
     counts.update(unchanged=plan.unchanged, already_known=plan.known, added=len(plan.add),
                   superseded=len(plan.supersede), archived=len(plan.archive))
     lines: list[str] = []  # the soul graph's part of the diff: - leaves default recall, + comes in
+    if report.check:  # what the guard would flag, said before anything is written
+        for entry in [*plan.add, *(entry for _old, entry in plan.supersede)]:
+            try:
+                found = guard.inspect(iter([("content", entry.content)]), f"{entry.path} #{entry.number}")
+            except RefusedMemory:
+                continue
+            if found:
+                report.flagged.append({"id": None, "path": entry.path, "entry": entry.number,
+                                       "rules": sorted({r for rules in found.values() for r in rules}),
+                                       "pin_dropped": entry.pinned})
+        counts["flagged"] = sum(1 for item in report.flagged if item["id"] is None)
     for entry in plan.add:
         report.changes.append(f"memory add: {entry.path} #{entry.number}: {_short(entry.content)}")
         lines.append(f"+{entry.path} #{entry.number}: {_short(entry.content)}")
@@ -529,9 +550,14 @@ def _add(graph: SoulGraph, entry: Entry, report: Report) -> str | None:
                            where=f"{entry.path} #{entry.number}",
                            metadata={"import": {"origin": report.origin, "path": entry.path, "entry": entry.number,
                                                 "commit": report.commit}})
-    except RefusedMemory as exc:  # validate() scanned every file already; a rule on tags could still fire
+    except RefusedMemory as exc:  # validate() scanned every file; the origin, commit or a path can still hold one
         report.memories["refused"] += 1
         report.warnings.append(str(exc))
         return None
     report.warnings.extend(written.warnings)
+    rules = record.flagged(written.node.metadata)
+    if rules:
+        report.memories["flagged"] += 1
+        report.flagged.append({"id": written.node.id, "path": entry.path, "entry": entry.number, "rules": list(rules),
+                               "pin_dropped": entry.pinned and not written.node.pinned})
     return written.node.id
