@@ -31,6 +31,10 @@ The graph lives here, in one `SoulFile` shared with the MCP server under the sto
 `memory.write.remember`, so the scanner applies as for any other write.
 
 Ops: `hello`, `snapshot`, `recall`, `sync_turn`, `consolidate`, `memory_write`, `status`.
+
+What goes into Hermes' prompt from here (the snapshot, recall's lines, consolidation's summary
+for the compression prompt) never holds a flagged memory (memory/flagged.py: its text reads
+like prompt injection): they are left out, and a write's answer names one by id alone.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from typing import Any, Callable, TextIO
 from soulgraph import __version__
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes import consolidate as consolidation, turns
-from soulgraph.memory import lifecycle, ranking, scopes, snapshot
+from soulgraph.memory import flagged, lifecycle, ranking, record, scopes, snapshot
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 from soulgraph.store.vectors import VectorStore, vectors_path
@@ -300,9 +304,12 @@ class MemoryService:
         # Asked a little deeper to make up for the session's own turns left out, but never
         # deeper than twice the limit: a long session must not make every recall a deep one.
         depth = int(limit) + min(len(skip), int(limit)) + 2
-        hits = [h for h in ranking.related(graph, query, depth, vectors=self.vectors,
-                                           exclude=scopes.Reader(scope).hidden_ids(graph))
-                if h.node.id not in skip and h.node.privacy == "normal" and h.node.source != "hermes:session"]
+        # Flagged memories are left out as the search goes (they take no place), and checked
+        # again one by one: none reaches the prompt.
+        exclude = flagged.excluded(graph, scopes.Reader(scope).hidden_ids(graph), version=self.soul.seq)
+        hits = [h for h in ranking.related(graph, query, depth, vectors=self.vectors, exclude=exclude)
+                if h.node.id not in skip and h.node.privacy == "normal" and h.node.source != "hermes:session"
+                and not record.flagged(h.node.metadata)]
         hits = hits[: int(limit)]
         lines, ids, used = [], [], 0
         for hit in hits:
@@ -354,7 +361,11 @@ class MemoryService:
                     scope: str = scopes.SHARED) -> dict[str, Any]:
         with self.soul.change() as graph:
             result = consolidation.consolidate(graph, session_id, messages, scope)
+            held = {i for _k, i, _c in result.added if i in graph.nodes and record.flagged(graph.nodes[i].metadata)}
+        # The summary goes into Hermes' compression prompt: a flagged memory is not in it.
+        result.added = [(k, i, c) for k, i, c in result.added if i not in held]
         return {"added": [{"kind": k, "id": i, "content": c} for k, i, c in result.added],
+                "withheld": [{"id": i, **flagged.withheld(graph.nodes[i])} for i in sorted(held) if i in graph.nodes],
                 "confirmed": [{"kind": k, "id": i} for k, i in result.confirmed],
                 "refused": result.refused, "turns": result.turns, "summary": result.summary()}
 

@@ -19,8 +19,9 @@ to the sections after it.
 Within a section the hottest come first (at most 64 are looked at per section, so the build
 stays well under 2 ms however big the graph) (the splay tree's key: use count and last use, not
 the clock, so the text does not change while the graph does not). Only active memories in
-default recall; a memory marked private (prompt injection, or by its writer) is left out
-unless pinned. Each memory is one line, `- <text>`, cut at 300 characters; a line that does
+default recall; a memory marked private by its writer is left out unless pinned, and a
+flagged one (it reads like prompt injection, memory/flagged.py) is left out always, pinned or
+not, without taking a candidate's place. Each memory is one line, `- <text>`, cut at 300 characters; a line that does
 not fit the remaining budget is left out (never cut mid-budget), so the block always ends
 on a whole line. Given a reader's `where` (memory/scopes.py), only the memories it accepts are
 looked at, so another user's never appear and never take a candidate's place.
@@ -33,6 +34,7 @@ import itertools
 from typing import Callable, Iterable, Iterator
 
 from soulgraph.engine.graph import ACTIVE, Node, SoulGraph
+from soulgraph.memory import record
 
 DEFAULT_MAX_CHARS = 2200
 LINE_CHARS = 300
@@ -70,17 +72,19 @@ def _recent(graph: SoulGraph, where: Callable[[Node], bool] | None = None) -> It
     nodes = graph.nodes
     return (node for _key, node_id in graph.order.descending()
             if not (node := nodes[node_id]).pinned and node.source not in CONVERSATION_SOURCES
-            and (where is None or where(node)))
+            and not record.flagged(node.metadata) and (where is None or where(node)))
 
 
 def _in_recall(node: Node) -> bool:
-    return node.status == ACTIVE and (node.privacy == "normal" or node.pinned)
+    return node.status == ACTIVE and (node.privacy == "normal" or node.pinned) and not record.flagged(node.metadata)
 
 
 def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS, *, where: Callable[[Node], bool] | None = None) -> str:
     """The snapshot text, at most `max_chars` characters; `where`: only the memories it accepts."""
 
     def kept(nodes: Iterable[Node]) -> Iterable[Node]:
+        # Flagged memories never: not even pinned ones (a pinned injection would lead every prime).
+        nodes = (node for node in nodes if not record.flagged(node.metadata))
         return nodes if where is None else filter(where, nodes)
 
     budget = max_chars

@@ -11,6 +11,13 @@ started with `--scope platform:user`, that user's. An MCP tool call does not say
 tool reads and writes only what every user of the agent may see, and another user's memory
 is an unknown id to every tool.
 
+A memory the write-time scanner flagged as reading like prompt injection (memory/flagged.py)
+never reaches a prompt in the clear: `soul_prime`, the `soul://snapshot` resource and the
+`soul_session_start` prompt leave it out entirely, and every other answer shows it withheld
+(its id, kind, dates, pin, edges and the rules it matched, never its text, tags, source or
+metadata). `--show-flagged` shows the text in tool answers, for an operator's own session;
+prime and the snapshot leave flagged memories out even then.
+
 The tools are `async` on purpose: each one is far cheaper than the transport, and
 running them on the event loop (instead of the SDK's thread pool) keeps calls in order
 with no locking.
@@ -36,7 +43,7 @@ from mcp.types import ToolAnnotations
 
 from soulgraph import __version__
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
-from soulgraph.memory import filters, ranking, record, scopes, snapshot
+from soulgraph.memory import filters, flagged, ranking, record, scopes, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.memory import markdown_files as files
 from soulgraph.server import markdown_tools, memory_tools, shapes, stdio
@@ -79,9 +86,12 @@ def _iso(seconds: float) -> str:
 class SoulTools:
     """The graph operations behind the tools, with results shaped for an agent."""
 
-    def __init__(self, soul: SoulFile, embed: bool = True, reader: scopes.Reader = scopes.SHARED_READER):
+    def __init__(self, soul: SoulFile, embed: bool = True, reader: scopes.Reader = scopes.SHARED_READER,
+                 show_flagged: bool = False):
         self.soul = soul
         self.reader = reader  # whose memories the tools see and write (the shared ones, and a user's)
+        # An operator's own session (--show-flagged): flagged memories' text in tool answers.
+        self.show_flagged = show_flagged
         # Vectors beside the word index (store/vectors.py): used for questions once ready;
         # without the `embed` extra, or while they load, search is lexical and says so.
         self.vectors = VectorStore(vectors_path(soul.path), enabled=embed)
@@ -90,16 +100,54 @@ class SoulTools:
         """A node in a list of results: what an agent reads to decide, and no more. Every
         byte is serialised twice and crosses the pipe, so lists leave out the bookkeeping
         (counts, access times, children, metadata) that soul_add and friends return."""
+        rules = record.flagged(node.metadata)
+        withheld = rules and not self.show_flagged
         brief = {
             "id": node.id,
-            "content": node.content,
-            "tags": node.tags,
+            "content": self.marker(rules) if withheld else node.content,
+            "tags": [] if withheld else node.tags,
             "created_at": _iso(node.created_at),
             "parents": self.seen(self.soul.loaded.parents.get(node.id, ())),
             "pinned": node.pinned,
         }
+        if rules:
+            brief["kind"] = node.kind
+            brief["withheld" if withheld else "flagged"] = flagged.withheld(rules)
         brief.update(extra)
         return brief
+
+    def marker(self, rules: tuple[str, ...]) -> str:
+        """What an answer shows in place of a flagged memory's text."""
+        return flagged.marker(rules, self.soul.path)
+
+    def hypothesis(self, node: Node, parents: Any) -> dict[str, Any]:
+        """A hypothesis of the exploration branch in an answer (withheld when flagged)."""
+        rules = record.flagged(node.metadata)
+        if rules and not self.show_flagged:
+            return {"id": node.id, "content": self.marker(rules), "tags": [], "parents": sorted(parents),
+                    "withheld": flagged.withheld(rules)}
+        held = {"id": node.id, "content": node.content, "tags": node.tags, "parents": sorted(parents)}
+        if rules:
+            held["flagged"] = flagged.withheld(rules)
+        return held
+
+    def metadata(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """A memory's metadata for an answer: the text of a flagged memory merged into it withheld."""
+        merged = metadata.get("merged_from")
+        if self.show_flagged or not isinstance(merged, list):
+            return metadata
+        shown = []
+        for entry in merged:
+            rules = record.flagged(entry) if isinstance(entry, dict) else ()
+            if rules:
+                entry = {"id": entry.get("id"), "content": self.marker(rules), "withheld": flagged.withheld(rules)}
+            shown.append(entry)
+        return {**metadata, "merged_from": shown}
+
+    def flagged_seen(self, graph: SoulGraph, where: Callable[[Node], bool] | None) -> list[Node]:
+        """The flagged memories this reader sees."""
+        return [graph.nodes[i] for i in sorted(flagged.ids(graph, self.soul.seq))
+                if i in graph.nodes and (where is None or where(graph.nodes[i]))]
 
     def seen(self, node_ids: Any) -> list[str]:
         """Those of `node_ids` the reader sees, sorted: another user's never named."""
@@ -129,10 +177,12 @@ class SoulTools:
     def view(self, node: Node, **extra: Any) -> dict[str, Any]:
         """A node on its own (the answer of a write): everything about it."""
         graph = self.soul.loaded
+        rules = record.flagged(node.metadata)
+        withheld = rules and not self.show_flagged
         view = {
             "id": node.id,
-            "content": node.content,
-            "tags": node.tags,
+            "content": self.marker(rules) if withheld else node.content,
+            "tags": [] if withheld else node.tags,
             "pinned": node.pinned,
             "access_count": node.access_count,
             "created_at": _iso(node.created_at),
@@ -140,12 +190,17 @@ class SoulTools:
             "parents": self.seen(graph.parents.get(node.id, ())),
             "children": self.seen(graph.children.get(node.id, ())),
         }
-        if node.kind != record.DEFAULT_KIND:
+        if node.kind != record.DEFAULT_KIND or rules:
             view["kind"] = node.kind
         if node.scope:
             view["scope"] = node.scope
-        if node.metadata:
-            view["metadata"] = node.metadata
+        if withheld:
+            view["withheld"] = flagged.withheld(rules)  # no metadata: its values are writer text too
+        else:
+            if rules:
+                view["flagged"] = flagged.withheld(rules)
+            if node.metadata:
+                view["metadata"] = self.metadata(node.metadata)
         view.update(extra)
         return view
 
@@ -200,14 +255,16 @@ def preload_after_handshake(soul: SoulFile):
 def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, ...] = DEFAULT_TOOLSETS,
                  markdown_folder: files.Folder | None = None, ask_timeout: float = 60.0,
                  structured_only: bool = False, embed: bool = True,
-                 scope: str = scopes.SHARED) -> MCPServer:
+                 scope: str = scopes.SHARED, show_flagged: bool = False) -> MCPServer:
     """The server with the tools of `toolsets` (TOOLSETS); the default is the 13 graph tools.
     `structured_only`: answers carry structuredContent alone, no text copy (server/answers.py).
-    `scope`: the user whose memories it serves besides the shared ones (memory/scopes.py)."""
+    `scope`: the user whose memories it serves besides the shared ones (memory/scopes.py).
+    `show_flagged`: flagged memories' text in tool answers (an operator's own session; never
+    in prime or the snapshot)."""
     wrong = problem(tuple(toolsets))
     if wrong:
         raise ValueError(wrong)
-    tools = SoulTools(soul, embed=embed, reader=scopes.Reader(scopes.check(scope)))
+    tools = SoulTools(soul, embed=embed, reader=scopes.Reader(scopes.check(scope)), show_flagged=show_flagged)
     server = MCPServer(
         name="soul",
         version=__version__,
@@ -234,7 +291,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         graph = tools.read()
         tools.vectors.ready(graph)  # a session starts here: start loading the vectors, if not yet
         where = tools.where(graph)
-        primed = graph.prime(context, limit, where=where)
+        primed = prime(graph, context, limit, where, flagged.excluded(graph, version=soul.seq))
         focus = primed["focus"]
         return {
             "snapshot": snapshot.render(graph, max_chars, where=where) if max_chars else "",
@@ -364,8 +421,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         node = written.node
         graph = soul.loaded
         related = ranking.related(graph, content, 5, exclude=tools.reader.hidden_ids(graph))
-        answer = {"hypothesis": {"id": node.id, "content": node.content, "tags": node.tags,
-                                 "parents": sorted(graph.branch_parents[node.id])},
+        answer = {"hypothesis": tools.hypothesis(node, graph.branch_parents[node.id]),
                   "related": tools.hits(related)}
         if written.warnings:
             answer["warnings"] = written.warnings
@@ -399,8 +455,17 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         where = tools.where(graph)
         summary = graph.summary(limit, where=where)
         summary["hot"] = [tools.brief(n) for n in summary["hot"]]
-        summary["open_hypotheses"] = [{"id": n.id, "content": n.content, "tags": n.tags, "parents": parents}
-                                      for n, parents in graph.hypotheses(where=where)[:50]]
+        summary["open_hypotheses"] = [tools.hypothesis(n, parents) for n, parents in graph.hypotheses(where=where)[:50]]
+        held = tools.flagged_seen(graph, where)
+        if held:
+            summary["withheld"] = {"memories": len(held), "reason": flagged.REASON,
+                                   "operator": f"{flagged.COMMAND} {soul.path}"}
+            if not tools.show_flagged:  # a flagged memory's tags are its writer's text too
+                tags = summary["tags"]
+                for node in held:
+                    for tag in node.tags:
+                        tags[tag] = tags.get(tag, 1) - 1
+                summary["tags"] = {tag: count for tag, count in tags.items() if count > 0}
         summary["soul_file"] = str(soul.path)
         summary["search"] = tools.vectors.status()
         summary["scope"] = scope_summary(graph, tools.reader)
@@ -430,6 +495,27 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     if "markdown" in toolsets:
         markdown_tools.register(server, tools, markdown_folder, ask_timeout)
     return server
+
+
+def prime(graph: SoulGraph, context: str, limit: int, where: Callable[[Node], bool] | None,
+          excluded: Any) -> dict[str, Any]:
+    """`SoulGraph.prime` without the flagged memories (memory/flagged.py): not in hot, never the
+    focus, not on the walk. The focus search leaves them out as it goes (`excluded`, with the
+    word index's mask), so it stays the engine's pruned search; hot and the walk take `where`
+    and not flagged, node by node."""
+    shown = flagged.where(where)
+    primed = graph.prime("", limit, where=shown)  # hot alone: no context, no search
+    found = graph.query(context, 1, where=where, exclude=excluded) if context.strip() else []
+    focus = found[0] if found and shown(found[0].node) else None
+    walk: list[tuple[Node, int, str]] = []
+    if focus is not None:
+        walk = [(node, d, "ancestor") for node, d in graph.ancestors(focus.node.id, PRIME_DEPTH, where=shown)]
+        walk += [(node, d, "descendant") for node, d in graph.discover(focus.node.id, PRIME_DEPTH, where=shown)]
+        walk = [step for step in walk if step[0].status == record.DEFAULT_STATUS]
+    return {"hot": primed["hot"], "focus": focus, "walk": walk[: 2 * limit]}
+
+
+PRIME_DEPTH = 2  # the engine's prime walks two edges each way
 
 
 def scope_summary(graph: SoulGraph, reader: scopes.Reader) -> dict[str, Any]:
@@ -498,6 +584,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scope", type=scopes.argument, default=scopes.SHARED, metavar="SCOPE",
                         help="whose memories the tools read and write besides the shared ones: 'shared' (the "
                         "default: the shared memories alone) or one user's, 'platform:user' (e.g. telegram:1001)")
+    parser.add_argument("--show-flagged", action="store_true",
+                        help="show the text of flagged memories (they read like prompt injection) in tool answers: "
+                        "for an operator's own session only, never for an agent's; soul_prime and the snapshot "
+                        "leave them out even then")
     parser.add_argument("--ask-timeout", type=_number_up_to("seconds", 3600), default=60.0, metavar="SECONDS",
                         help="soul_ask's deadline for the LLM provider's answer (default: 60)")
     args = parser.parse_args(argv)
@@ -512,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = files.Folder((args.soul_dir or soul.path.parent).expanduser().absolute(), args.allow_outside_soul_dir)
     server = build_server(soul, preload=still_to_read, toolsets=args.toolsets, markdown_folder=folder,
                           ask_timeout=args.ask_timeout, structured_only=args.structured_only,
-                          embed=not args.no_embed, scope=args.scope)
+                          embed=not args.no_embed, scope=args.scope, show_flagged=args.show_flagged)
     try:
         anyio.run(stdio.serve, server)  # the SDK's stdio, answering lines it cannot parse (server/stdio.py)
     finally:

@@ -9,6 +9,8 @@
 
 Answers are the seed's dicts: `{"status": "success", …}`, or `{"status": "error", "message": …}`
 with nothing changed. Paths resolve against the server's folder (memory/markdown_files.py).
+soul_ask's prompt leaves out every line of SOUL.md and MEMORY.md that holds the text of a
+flagged memory (memory/flagged.py: it reads like prompt injection).
 
 A note written here lives in two places, so a hard forget (`soul_forget`, the memory toolset)
 takes it out of both: `copies` finds where a memory's text was written (this toolset's
@@ -28,7 +30,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from soulgraph.memory import ask as asking, markdown_files as files
+from soulgraph.memory import ask as asking, flagged, markdown_files as files
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.server import shapes
 from soulgraph.server.answers import tool_registrar
@@ -290,6 +292,12 @@ def register(server: MCPServer, tools: Any, folder: files.Folder, ask_timeout: f
             memory_text = files.read_text(memory, "memory_path") or ""
         except files.MarkdownFileError as exc:
             return error(str(exc))
+        try:
+            graph = tools.soul.graph()
+        except SoulFileError as exc:
+            return error(str(exc))
+        needles = flagged.lines(graph, tools.soul.seq)
+        soul_text, memory_text = (flagged.without_lines(text, needles)[0] for text in (soul_text, memory_text))
         if files.is_hermes_file(memory, folder, memory_text):
             memory_text = "\n".join(f"- {entry}" for entry in files.entries(memory_text))
         history = sessions.setdefault((soul_path, memory_path), [])

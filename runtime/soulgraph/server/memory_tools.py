@@ -9,6 +9,8 @@
 Each write is one change of the store (durable before the answer, taken back on failure) and
 one audit entry per node it touched (memory/lifecycle.py). Like every tool, these reach only
 the memories of the server's scope (memory/scopes.py): another user's is an unknown id.
+A flagged memory (memory/flagged.py) is answered withheld, as by every tool; in soul_history,
+the reason of an entry about one is withheld too.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from soulgraph.memory import lifecycle, markdown_files as files
+from soulgraph.memory import flagged, lifecycle, markdown_files as files, record
 from soulgraph.server import markdown_tools, shapes
 from soulgraph.server.answers import tool_registrar
 
@@ -78,7 +80,13 @@ def register(server: MCPServer, tools: Any, folder: files.Folder | None = None) 
         other."""
         def merge(graph):
             tools.own(graph, keep_id), tools.own(graph, merge_id)  # one scope: the server's
-            return lifecycle.merge(graph, keep_id, merge_id, writer="tool:soul_merge")
+            rules = record.flagged(graph.get(merge_id).metadata)
+            node = lifecycle.merge(graph, keep_id, merge_id, writer="tool:soul_merge")
+            if rules:  # the merged text stays in merged_from: it stays withheld there
+                sources = [{**entry, flagged.FLAGGED: list(rules)} if isinstance(entry, dict)
+                           and entry.get("id") == merge_id else entry for entry in node.metadata["merged_from"]]
+                node = graph.update(keep_id, metadata={**node.metadata, "merged_from": sources})
+            return node
 
         node = tools.change(merge)
         return tools.view(node, merged=merge_id)
@@ -115,5 +123,17 @@ def register(server: MCPServer, tools: Any, folder: files.Folder | None = None) 
         """What happened to a memory: its audit entries (confirm, supersede, merge, forget, …),
         oldest first, with before/after digests. Works for forgotten ids too."""
         reader = tools.reader
-        return {"node": node_id, "entries": [entry for entry in lifecycle.history(tools.read(), node_id)
+        graph = tools.read()
+        return {"node": node_id, "entries": [shown(graph, entry) for entry in lifecycle.history(graph, node_id)
                                              if entry.get("scope", "") in ("", reader.scope)]}
+
+    def shown(graph, entry: dict[str, Any]) -> dict[str, Any]:
+        """An audit entry as the answer shows it: the reason withheld when the entry, or the
+        memory it is about, is flagged (a reason is writer text, and may quote the memory)."""
+        if tools.show_flagged or "reason" not in entry:
+            return entry
+        about = graph.nodes.get(entry.get("node"))
+        rules = record.flagged(entry) or (record.flagged(about.metadata) if about is not None else ())
+        if not rules:
+            return entry
+        return {**entry, "reason": tools.marker(rules), "withheld": flagged.withheld(rules)}

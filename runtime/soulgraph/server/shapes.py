@@ -12,8 +12,17 @@ from typing import Any, Literal, Optional
 from typing_extensions import NotRequired, TypedDict
 
 
+class Withheld(TypedDict):
+    """Why a memory's text is not shown (memory/flagged.py): it reads like prompt injection."""
+
+    reason: str  # "reads like prompt injection"
+    rules: list[str]  # the scanner rules it matched
+
+
 class Brief(TypedDict):
-    """A node in a list of results."""
+    """A node in a list of results. A flagged memory is withheld: `content` is a fixed marker,
+    `tags` empty, and `withheld` says why (`flagged` instead, with the text, on a server
+    started with --show-flagged)."""
 
     id: str
     content: str
@@ -21,6 +30,9 @@ class Brief(TypedDict):
     created_at: str  # ISO 8601, UTC
     parents: list[str]
     pinned: bool
+    kind: NotRequired[str]  # a flagged memory's kind
+    withheld: NotRequired[Withheld]
+    flagged: NotRequired[Withheld]
     score: NotRequired[float]  # search results: how well it matched
     via: NotRequired[Optional[str]]  # search results: why it is here when not by its own words
     depth: NotRequired[int]  # walks: edges away from where the walk started
@@ -28,7 +40,8 @@ class Brief(TypedDict):
 
 
 class View(TypedDict):
-    """A node on its own (the answer of a write), with its bookkeeping."""
+    """A node on its own (the answer of a write), with its bookkeeping. Withheld as in `Brief`
+    when flagged, and then without metadata."""
 
     id: str
     content: str
@@ -41,7 +54,9 @@ class View(TypedDict):
     children: list[str]
     kind: NotRequired[str]  # when not the default, note
     scope: NotRequired[str]  # one user's memory: platform:user (absent: shared)
-    metadata: NotRequired[dict[str, Any]]
+    metadata: NotRequired[dict[str, Any]]  # a flagged memory merged into this one: its content withheld
+    withheld: NotRequired[Withheld]
+    flagged: NotRequired[Withheld]
     score: NotRequired[float]
     warnings: NotRequired[list[str]]
     status: NotRequired[str]  # soul_update: the memory's status after the change; soul_promote: discarded
@@ -81,9 +96,11 @@ class Linked(TypedDict):
 
 class Hypothesis(TypedDict):
     id: str
-    content: str
+    content: str  # withheld as in `Brief` when flagged
     tags: list[str]
     parents: list[str]
+    withheld: NotRequired[Withheld]
+    flagged: NotRequired[Withheld]
 
 
 class Explored(TypedDict):
@@ -105,17 +122,24 @@ class Scope(TypedDict):
     note: str
 
 
+class WithheldCount(TypedDict):
+    memories: int  # flagged memories this server serves: shown withheld, never in prime or the snapshot
+    reason: str
+    operator: str  # the command that shows an operator their text
+
+
 class Summary(TypedDict):
     nodes: int
     edges: int
     pinned: int
-    tags: dict[str, int]  # tag -> how many nodes, most used first
+    tags: dict[str, int]  # tag -> how many nodes, most used first (a flagged memory's tags not counted)
     hypotheses: int  # open ones, in the exploration branch
     hot: list[Brief]
     open_hypotheses: list[Hypothesis]  # newest first, up to 50
     soul_file: str
     search: Search
     scope: Scope
+    withheld: NotRequired[WithheldCount]
 
 
 class Forgotten(TypedDict):

@@ -11,8 +11,11 @@
 | sessions/ | never copied: adapters/hermes.md says how many there were (archive only) |
 
 Curated: an entry holding a secret, or reading like prompt injection, is left out, and the
-report lists which (by file and entry number, never by content). The result is validated
-(`validate.py`) and committed to a new git repository.
+report lists which (by file and entry number, never by content). So is the text of every
+memory the home's soul graph (soul.json) holds flagged (memory/flagged.py): an entry of
+USER.md / MEMORY.md that holds it is left out, and so is each line of SOUL.md, IDENTITY.md,
+AGENTS.md and the exported skills that does; `flagged_left_out` counts them. The result is
+validated (`validate.py`) and committed to a new git repository.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from soulgraph.hermes.home import resolve_home
+from soulgraph.memory import flagged
 from soulgraph.memory.markdown_files import entries
 from soulgraph.memory.scanner import scan
 from soulgraph.soulrepo.validate import ARTIFACT_NAMES, ARTIFACT_SUFFIXES, SCHEMA_ID, validate
@@ -48,11 +52,41 @@ class ExportReport:
     skipped_skills: list[str] = field(default_factory=list)
     commit: str | None = None
     problems: list[str] = field(default_factory=list)
+    # Lines of the home's flagged memories (memory/flagged.py) -> (id, rules): never exported.
+    flagged_lines: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict, repr=False)
+
+    @property
+    def flagged_left_out(self) -> int:
+        return sum(1 for item in self.left_out if item.get("flagged"))
 
     def as_dict(self) -> dict[str, Any]:
         return {"out": self.out, "ok": not self.problems, "files": self.files, "left_out": self.left_out,
+                "flagged_left_out": self.flagged_left_out,
                 "skills": self.skills, "skipped_skills": self.skipped_skills, "commit": self.commit,
                 "problems": self.problems}
+
+    def unflagged(self, text: str, source: str) -> str:
+        """`text` without the lines that hold a flagged memory's, each one reported."""
+        kept, gone = flagged.without_lines(text, self.flagged_lines)
+        for number in gone:
+            memory, rules = flagged.holder(text.splitlines()[number - 1], self.flagged_lines)
+            self.left_out.append({"path": source, "entry": None, "line": number, "flagged": memory,
+                                  "why": f"flagged memory {memory} ({', '.join(flagged.shown_rules(rules))})"})
+        return kept
+
+
+def _flagged_lines(home: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The lines of the flagged memories in the home's soul graph (none without one). The file
+    is only read."""
+    from soulgraph.store import SoulFile, SoulFileError
+
+    soul = SoulFile(home / "soul.json")
+    if not soul.path.exists() and not soul.journal_path.exists():
+        return {}
+    try:
+        return flagged.lines(soul.graph())
+    except SoulFileError as exc:
+        raise ExportError(f"{exc}: the export leaves out what it holds flagged, so it needs it readable") from None
 
 
 def export(hermes_home: str | os.PathLike[str] | None, out: str | os.PathLike[str], *, include: Iterable[str] = (),
@@ -64,6 +98,7 @@ def export(hermes_home: str | os.PathLike[str] | None, out: str | os.PathLike[st
     if not (home / "config.yaml").is_file() and not (home / "SOUL.md").is_file():
         raise ExportError(f"{home} does not look like a Hermes home (no config.yaml, no SOUL.md)")
     report = ExportReport(str(target))
+    report.flagged_lines = _flagged_lines(home)
     name = agent_id or (home.name if home.parent.name == "profiles" else "hermes")
     target.mkdir(parents=True, exist_ok=True)
     try:
@@ -100,7 +135,11 @@ def _curated(text: str | None, source: str, report: ExportReport) -> list[str]:
     kept = []
     for number, entry in enumerate(entries(text or ""), 1):
         found = scan(entry)
-        if found.secrets:
+        held = flagged.holder(entry, report.flagged_lines) if report.flagged_lines else None
+        if held is not None:
+            report.left_out.append({"path": source, "entry": number, "flagged": held[0],
+                                    "why": f"flagged memory {held[0]} ({', '.join(flagged.shown_rules(held[1]))})"})
+        elif found.secrets:
             report.left_out.append({"path": source, "entry": number, "why": f"secret ({', '.join(sorted({f.rule for f in found.secrets}))})"})
         elif found.injections:
             report.left_out.append({"path": source, "entry": number, "why": f"prompt injection ({', '.join(sorted({f.rule for f in found.injections}))})"})
@@ -121,6 +160,7 @@ def _bullets(title: str, kept: list[str]) -> str:
 def _write_core(home: Path, target: Path, name: str, report: ExportReport) -> None:
     soul = _read(home / "SOUL.md")
     if soul is not None:
+        soul = report.unflagged(soul, "SOUL.md")
         kept = _curated(soul, "SOUL.md", report) if scan(soul).secrets else None
         _put(target, "SOUL.md", soul if kept is None else "\n\n".join(kept) + "\n", report)
     else:
@@ -128,12 +168,12 @@ def _write_core(home: Path, target: Path, name: str, report: ExportReport) -> No
     _put(target, "USER.md", _bullets("User", _curated(_read(home / "memories" / "USER.md"), "memories/USER.md", report)), report)
     identity = _read(home / "IDENTITY.md")
     if identity is not None and not scan(identity).secrets:
-        _put(target, "IDENTITY.md", identity, report)
+        _put(target, "IDENTITY.md", report.unflagged(identity, "IDENTITY.md"), report)
     else:
         _put(target, "IDENTITY.md", f"# Identity\n\nName: {name}\nExported from a Hermes home.\n", report)
     rules = _read(home / "AGENTS.md")
     if rules is not None and not scan(rules).secrets:
-        _put(target, "AGENTS.md", rules, report)
+        _put(target, "AGENTS.md", report.unflagged(rules, "AGENTS.md"), report)
 
 
 def _write_memories(home: Path, target: Path, report: ExportReport) -> None:
@@ -166,7 +206,7 @@ def _write_skills(home: Path, target: Path, include: set[str], report: ExportRep
             if scan(content).secrets:
                 report.left_out.append({"path": where, "entry": None, "why": "secret"})
                 continue
-            _put(target, where, content, report)
+            _put(target, where, report.unflagged(content, where), report)
         report.skills.append(relative.as_posix())
 
 

@@ -1,4 +1,4 @@
-"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore|repair|users|share|forget-user`.
+"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore|repair|users|share|forget-user|flagged|release`.
 
     check PATH             read soul.json and its journal without writing anything; print
                            one JSON report (counts, the journal's records, the last good
@@ -23,6 +23,12 @@
     forget-user PATH platform:user --reason R [--markdown-dir D]
                            forget every memory of one user from every file (the right to be
                            forgotten), and their entries in MEMORY.md / USER.md; prints a report
+    flagged PATH [--json]  the memories withheld from every prompt because they read like prompt
+                           injection (memory/flagged.py), with their text: for a person at the shell
+    release PATH ID --reason R
+                           an operator's decision that a flagged memory is a false alarm: the flag
+                           is lifted (kept unpinned), the decision is an audit entry, and the
+                           next save does not flag the same text again
 
 A path where neither soul.json nor its journal exists is refused by every command (a typo
 must not read as an empty soul, nor create one).
@@ -116,10 +122,19 @@ def main(argv: list[str] | None = None) -> int:
                                 help="kept in the audit trail in place of the memories")
     forget_command.add_argument("--markdown-dir", type=Path,
                                 help="where MEMORY.md / USER.md entries resolve (default: the soul file's folder)")
+    flagged_command = commands.add_parser("flagged", help="the flagged memories, text included (operator only)")
+    flagged_command.add_argument("path", type=Path)
+    flagged_command.add_argument("--json", action="store_true", help="one JSON report instead of text")
+    release_command = commands.add_parser("release", help="lift the flag of a memory that is a false alarm")
+    release_command.add_argument("path", type=Path)
+    release_command.add_argument("id", help="the memory's id (see `flagged`)")
+    release_command.add_argument("--reason", required=True, help="why it is a false alarm: kept in the audit trail")
     args = parser.parse_args(argv)
 
     if args.command in ("users", "share", "forget-user"):
         return _users_command(args)
+    if args.command in ("flagged", "release"):
+        return _flagged_command(args)
 
     if args.command == "check":
         report = check(args.path)
@@ -184,6 +199,29 @@ def _users_command(args: argparse.Namespace) -> int:
         else:
             report = users.forget_user(soul, args.scope, args.reason, args.markdown_dir)
     except (users.UsersError, scopes.ScopeError, SoulFileError) as exc:
+        print(f"soulgraph.store: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _flagged_command(args: argparse.Namespace) -> int:
+    from soulgraph.memory import flagged
+
+    soul = SoulFile(args.path)
+    if not soul_exists(soul):
+        print(f"soulgraph.store: no soul file at {soul.given_path}; nothing done", file=sys.stderr)
+        return 1
+    try:
+        if args.command == "flagged":
+            found = flagged.listing(soul.graph())
+            if args.json:
+                print(json.dumps({"soul_file": str(soul.path), "flagged": found}, indent=2, ensure_ascii=False))
+            else:
+                sys.stdout.write(flagged.text_listing(str(soul.path), found))
+            return 0
+        report = flagged.release_in(soul, args.id, args.reason)
+    except (flagged.FlaggedError, SoulFileError) as exc:
         print(f"soulgraph.store: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2, ensure_ascii=False))
