@@ -279,4 +279,7 @@ def release(graph: SoulGraph, node_id: str, reason: str, *, writer: str = OPERAT
         values["privacy"] = record.DEFAULT_PRIVACY  # the write path made it private for the flag alone
     graph.update(node_id, **values)
     logged["after"] = lifecycle.digest(graph.record(node_id))  # still inside the change: journaled as it ends
+    if record.flagged(graph.get(node_id).metadata):  # the write guard flagged it again as it changed
+        raise FlaggedError(f"{node_id}: the write guard flags this text again as it is saved (it does not "
+                           "honour a release in this version); nothing changed")
     return node
