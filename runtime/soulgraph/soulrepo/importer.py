@@ -185,6 +185,17 @@ def import_soul(repo: str | os.PathLike[str], hermes_home: str | os.PathLike[str
     if not commit and not found_commit:
         report.warnings.append(f"{root} is not a clean git checkout: provenance names its content digest "
                                f"({report.commit}); pass --commit SHA to name the commit it came from")
+    # The provenance goes into every memory and into the home's import state: a secret there,
+    # or text that reads like prompt injection, stops the import before anything is written.
+    try:
+        found = guard.inspect(iter([("origin", report.origin or ""), ("commit", report.commit or "")]), "import")
+    except RefusedMemory as exc:
+        report.origin = report.commit = None
+        return _failed(report, str(exc), lead="nothing was imported")
+    if found:
+        bad = ", ".join(f"{name} ({', '.join(rules)})" for name, rules in found.items())
+        report.origin = report.commit = None
+        return _failed(report, f"import: {bad}: reads like prompt injection", lead="nothing was imported")
     manifest = checked.manifest or {}
     state = read_state(home)
     try:
