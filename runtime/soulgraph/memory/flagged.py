@@ -95,7 +95,7 @@ class _Index:
     def __init__(self) -> None:
         self.key: Any = None
         self.ids: frozenset[str] = frozenset()
-        self.excluded: dict[int, tuple[Any, HiddenIds]] = {}
+        self.excluded: dict[int, tuple[AbstractSet[str], Any, HiddenIds]] = {}  # id(hidden) -> (hidden, key, both)
 
 
 _INDEXES: "weakref.WeakKeyDictionary[SoulGraph, _Index]" = weakref.WeakKeyDictionary()
@@ -126,14 +126,18 @@ def excluded(graph: SoulGraph, hidden: AbstractSet[str] = frozenset(), version: 
     if not flagged_ids:
         return hidden
     index = _INDEXES[graph]
-    key = (index.key, id(hidden), getattr(hidden, "version", None), len(hidden))
-    held = index.excluded.get(id(hidden))
-    if held is not None and held[0] == key:
-        return held[1]
+    key = (index.key, getattr(hidden, "version", None), len(hidden))
+    slot = id(hidden) if hidden else 0  # every empty set is the same reader: one who is hidden nothing
+    held = index.excluded.get(slot)
+    if held is not None and (held[0] is hidden or not hidden) and held[1] == key:
+        return held[2]
     both = HiddenIds(set(hidden) | flagged_ids)
     both.mask = (getattr(hidden, "mask", 0) or graph.index.mask_of(hidden)) | graph.index.mask_of(flagged_ids)
-    both.version = (held[1].version + 1) if held is not None else 1
-    index.excluded = {id(hidden): (key, both)}  # one reader per process at a time: keep the last
+    both.version = (held[2].version + 1) if held is not None else 1
+    if len(index.excluded) >= 64:  # one per reader scope asked for; a gateway's users come and go
+        index.excluded.clear()
+    # The reader's set is held with it, so its id cannot be another set's while the entry lives.
+    index.excluded[slot] = (hidden, key, both)
     return both
 
 
