@@ -291,7 +291,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         graph = tools.read()
         tools.vectors.ready(graph)  # a session starts here: start loading the vectors, if not yet
         where = tools.where(graph)
-        primed = prime(graph, context, limit, where, flagged.excluded(graph, version=soul.seq))
+        primed = prime(graph, context, limit, where, flagged.excluded(graph, tools.reader.hidden_ids(graph), soul.seq))
         focus = primed["focus"]
         return {
             "snapshot": snapshot.render(graph, max_chars, where=where) if max_chars else "",
@@ -500,12 +500,13 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
 def prime(graph: SoulGraph, context: str, limit: int, where: Callable[[Node], bool] | None,
           excluded: Any) -> dict[str, Any]:
     """`SoulGraph.prime` without the flagged memories (memory/flagged.py): not in hot, never the
-    focus, not on the walk. The focus search leaves them out as it goes (`excluded`, with the
-    word index's mask), so it stays the engine's pruned search; hot and the walk take `where`
-    and not flagged, node by node."""
+    focus, not on the walk. The focus search leaves them out as it goes (`excluded`: the
+    flagged ids and those the reader must not see, with the word index's mask), so it stays the
+    engine's pruned search; hot and the walk take `where` (the reader's) and not flagged, node
+    by node, and so does the focus found, once more."""
     shown = flagged.where(where)
     primed = graph.prime("", limit, where=shown)  # hot alone: no context, no search
-    found = graph.query(context, 1, where=where, exclude=excluded) if context.strip() else []
+    found = graph.query(context, 1, exclude=excluded) if context.strip() else []
     focus = found[0] if found and shown(found[0].node) else None
     walk: list[tuple[Node, int, str]] = []
     if focus is not None:
