@@ -14,10 +14,12 @@ but its text never reaches a prompt in the clear:
   them (`listing`), and `release PATH ID --reason TEXT` (`release`) lifts a false alarm.
 
 A release keeps `metadata["released"] = {"rules": [...], "digest": <of the content>, "at": t}`
-and an audit entry (action `release`, the operator's reason). The write path honours it
-(`is_released`): the same text is not flagged again, whatever rule fires on it later; an edit
-that changes the text is scanned and flagged as any other write. A
-released memory stays unpinned: pinning it again is the operator's next act, not the release's.
+and an audit entry (action `release`, the operator's reason), logged before the node changes.
+The write guard is to honour it (`released_by_operator`: the digest matches and the audit holds
+the release): the same text is not flagged again, whatever rule fires on it later; an edit that
+changes the text is scanned and flagged as any other write. A release the guard undoes as it is
+saved is refused, nothing changed. A released memory stays unpinned: pinning it again is the
+operator's next act, not the release's.
 """
 
 from __future__ import annotations
