@@ -20,6 +20,9 @@ turn capture, consolidation, the memory service, the store's commands — passes
   the flag (and the private marking it set).
 - An audit entry's strings (a reason above all: soul_history shows it to agents) are scanned
   too: a secret refuses the change; an injection is stored as `WITHHELD` instead of the text.
+- A text an operator released as a false alarm (`python -m soulgraph.store release`, which
+  leaves a `release` audit entry and the text's digest, memory/flagged.py) is not flagged again
+  while it stays that text; secrets in it are still refused.
 
 Strength and use updates (`confirm`, `splay`) change no string and are not rescanned. Short
 strings (kinds, writers, tags, sources) repeat across writes; their scans are remembered.
@@ -31,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import re
 from typing import Any, Iterator
 
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
@@ -68,9 +72,24 @@ def _scan_short(text: str) -> Any:
     return _scanner().scan(text)
 
 
+# Identifiers the code itself makes, which hold no word: node ids (`n42`) and the audit trail's
+# record digests (16 hex digits, memory/lifecycle.py). They cannot carry a secret or an
+# instruction, and a digest is new every time (no remembered scan), so they are not scanned.
+_INERT = re.compile(r"n[0-9]{1,12}|[0-9a-f]{16}")
+
+
 def scan(text: str) -> Any:
     """The scanner's result for one text (remembered for short ones: the scan is pure)."""
-    return _scan_short(text) if len(text) <= _CACHED_CHARS else _scanner().scan(text)
+    if len(text) <= _CACHED_CHARS:
+        return _CLEAN if _INERT.fullmatch(text) else _scan_short(text)
+    return _scanner().scan(text)
+
+
+class _Clean:
+    clean, secrets, injections, findings, rules = True, (), (), (), ()
+
+
+_CLEAN = _Clean()
 
 
 def strings(value: Any, path: str, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str]]:
@@ -117,6 +136,13 @@ def inspect(fields: Iterator[tuple[str, str]], where: str) -> dict[str, tuple[st
     return flagged
 
 
+def _released(graph: SoulGraph, node: Node) -> bool:
+    """An operator released this very text as a false alarm (memory/flagged.py): not flagged again."""
+    from soulgraph.memory import flagged  # here: it is the read side's module, not needed to vet a write
+
+    return flagged.released_by_operator(graph, node)
+
+
 def _where(writer: Any, default: str) -> str:
     if isinstance(writer, str) and writer:
         return writer.removeprefix("tool:")
@@ -154,7 +180,8 @@ class WriteGuard:
         """A node about to enter the graph or the branch, or a node's next state: refuse it
         (raise, before anything is marked) or mark it (flag, unflag, pin dropped)."""
         where = self._where or _where(node.writer, "write")
-        mark(node, inspect(node_strings(node), where), where, self._note)
+        found = inspect(node_strings(node), where)
+        mark(node, {} if found and _released(graph, node) else found, where, self._note)
 
     def pin(self, graph: SoulGraph, node: Node) -> None:
         rules = record.flagged(node.metadata)
@@ -213,6 +240,8 @@ def vet_graph(graph: SoulGraph, where: str = "save") -> list[str]:
     flagged = []
     for node in [*graph.nodes.values(), *graph.branch.values()]:
         found = inspect(node_strings(node), _where(node.writer, where))
+        if found and _released(graph, node):
+            found = {}
         was_pinned = node.pinned
         mark(node, found, where)
         if node.id in graph.nodes:
