@@ -541,3 +541,22 @@ def test_the_entry_points_cover_every_service_op():
     named = {name.split()[2].split(".")[0] for name, _run in ENTRY_POINTS if name.startswith("memory service")}
     taking_text = {op for op, (takes, _needs) in memory_service.ARGS.items() if takes}
     assert taking_text <= named
+
+
+def test_a_tool_call_cannot_pin_a_flagged_memory(tmp_path):
+    """Issue 28's pinned injection: soul_add with pinned=true stores it unpinned and says so;
+    soul_pin of it is refused; soul_prime leads with nothing of it."""
+    from tests.mcp_session import with_server
+
+    async def scenario(session: Session):
+        added = await session.call("soul_add", content=INJECTION, pinned=True)
+        refused = await session.refused("soul_pin", node_id=added["id"])
+        prime = await session.call("soul_prime", context="system prompt instructions")
+        return added, refused, prime
+
+    added, refused, prime = with_server(tmp_path / "soul.json", scenario)
+    assert added["pinned"] is False and any("not pinned" in w for w in added["warnings"])
+    assert "flagged" in refused and "cannot be pinned" in refused
+    assert INJECTION not in json.dumps(prime)
+    graph = SoulFile(tmp_path / "soul.json").graph()
+    assert not graph.pinned and record.flagged(graph.get(added["id"]).metadata)
