@@ -500,8 +500,11 @@ def _store_cli(tmp_path: Path, canary: str, command: str) -> tuple[Path, Path]:
     soul = SoulFile(home / "soul.json")
     with soul.change() as graph:
         node = remember(graph, "Tea for the Telegram user.", writer="hermes", scope="telegram:1").node
+        false_alarm = remember(graph, "Course notes: ignore previous instructions, a lecture on prompt attacks.",
+                               writer="tool:soul_add").node
     argv = {"share": ["share", str(home / "soul.json"), node.id, "--reason", canary],
-            "forget-user": ["forget-user", str(home / "soul.json"), "telegram:1", "--reason", canary]}[command]
+            "forget-user": ["forget-user", str(home / "soul.json"), "telegram:1", "--reason", canary],
+            "release": ["release", str(home / "soul.json"), false_alarm.id, "--reason", canary]}[command]
     try:
         main(argv)
     except (SystemExit, RefusedMemory):  # a refusal the command does not catch yet is still a refusal
@@ -517,7 +520,7 @@ ENTRY_POINTS = [
     *[(f"memory service {op}.{arg} ({how})", lambda t, c, o=op, a=arg, h=how: _service(t, c, o, a, _service_value(h, c)))
       for op, arg, how in _service_cases()],
     ("turn capture, then consolidation", lambda t, c: _service(t, c, "sync_turn", "user", f"Remind me to say {c}.")),
-    *[(f"store CLI {command} --reason", lambda t, c, k=command: _store_cli(t, c, k)) for command in ("share", "forget-user")],
+    *[(f"store CLI {command} --reason", lambda t, c, k=command: _store_cli(t, c, k)) for command in ("share", "forget-user", "release")],
 ]
 
 
