@@ -430,6 +430,10 @@ def _import(tmp_path: Path, canary: str, place: str) -> tuple[Path, Path]:
     for relative, text in {**files, "manifest.json": json.dumps(MANIFEST)}.items():
         (repo / relative).parent.mkdir(parents=True, exist_ok=True)
         (repo / relative).write_text(text)
+    if canary.startswith(INJECTION) and place == "entry":  # --check says it first, writing nothing
+        planned = import_soul(repo, home, origin=origin, commit=commit, check=True)
+        assert {(item["path"], item["id"]) for item in planned.flagged} >= {("SOUL.md", None), ("memories/ops.md", None)}
+        assert not (home / "soul.json").exists()
     report = import_soul(repo, home, origin=origin, commit=commit)
     if canary.startswith(INJECTION) and place in ("entry", "file name"):
         assert report.status == "changed" and report.flagged, report.as_dict()
