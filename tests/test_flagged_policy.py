@@ -252,12 +252,6 @@ def test_the_operator_lists_and_releases_flagged_memories(soul):
 
 
 
-RELEASE_NEEDS_THE_GUARD = pytest.mark.xfail(
-    reason="needs the write guard (memory/guard.py) to honour an operator's release: "
-           "flagged.released_by_operator(graph, node) before it flags a node again", strict=False)
-
-
-@RELEASE_NEEDS_THE_GUARD
 def test_the_operator_releases_a_false_alarm(soul):
     done = store("release", str(soul), "n2", "--reason", "a quote in a security lesson, not an instruction")
     assert done.returncode == 0, done.stderr
@@ -271,14 +265,14 @@ def test_the_operator_releases_a_false_alarm(soul):
     assert not flagged.is_released(released.metadata, released.content + " and more", RULES)
     assert flagged.is_released(released.metadata, released.content, [*RULES, "a_rule_added_later"])
     (entry,) = [e for e in graph.audit if e["action"] == "release"]
-    assert entry["node"] == "n2" and entry["writer"] == "operator:soulgraph.store" and entry["rules"] == RULES
+    assert entry["node"] == "n2" and entry["writer"] == "operator:soulgraph.store"
+    assert entry["reason"] == "a quote in a security lesson, not an instruction"
     assert entry["after"] == lifecycle.digest(graph.record("n2"))
     assert [m["id"] for m in json.loads(store("flagged", str(soul), "--json").stdout)["flagged"]] == ["n4", "n8", "n11"]
     assert store("release", str(soul), "n2", "--reason", "again").returncode == 1
     assert flagged.released_by_operator(graph, released)
 
 
-@RELEASE_NEEDS_THE_GUARD
 def test_a_released_memory_is_not_flagged_again_by_the_next_save(soul):
     assert store("release", str(soul), "n2", "--reason", "a quote in a security lesson").returncode == 0
 

@@ -269,8 +269,8 @@ def release(graph: SoulGraph, node_id: str, reason: str, *, writer: str = OPERAT
     before = graph.record(node_id)
     # The audit entry first: the write guard, rescanning the node as it changes, finds the
     # operator's release there (`released_by_operator`) and does not flag the text again.
-    entry = {"at": graph.clock(), "action": "release", "node": node_id, "writer": writer, "reason": reason,
-             "rules": sorted(found)}
+    # (The rules stay in metadata.released: an audit entry's strings are scanned as writer text.)
+    entry = {"at": graph.clock(), "action": "release", "node": node_id, "writer": writer, "reason": reason}
     if node.scope:
         entry["scope"] = node.scope
     entry["before"], entry["after"] = lifecycle.digest(before), None
