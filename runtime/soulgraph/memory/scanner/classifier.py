@@ -1,0 +1,167 @@
+"""The injection detector beside the rules: a linear model over words and character n-grams.
+
+Rules catch the phrasings someone wrote down; most injections in the public corpora are
+phrased otherwise (a role-play set-up, "modify your answer to…", a request in Tagalog). This
+model reads the folded text (normalise.py) as features and adds up one weight per feature:
+
+    w:<word>        every word (letters of one script; digits are "0")
+    g:<trigram>     the character trigrams of each word, with its edges: "<ig", "ign", …, "re>"
+    c:<pair>        for scripts written without spaces (Chinese, Japanese, Thai, …): each
+                    character pair inside the run, and each character
+    b:<word word>   every pair of neighbouring words
+
+    score = bias + (sum of the weights of the text's features) / sqrt(number of features)
+
+and the text is flagged when the score passes the model's threshold and the text has at least
+`MIN_WORDS` words (shorter ones are left to the rules). The weights come from
+`bench/train_injection_model.py` (logistic regression in numpy, trained offline on the dev
+split of the public attack corpora and benign text; the file records what it was trained on,
+its threshold and the figures it was chosen by). Scoring is pure Python: each distinct word's
+weights are added up once and kept (`_WORD_CACHE`), so a note costs about one dictionary
+look-up per word and per word pair, no numpy, no model load at start (the weights are read on
+first use).
+
+The model's file is package data (`injection_model.json.gz`); without it the scanner runs its
+rules alone and `status()` says so.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["features", "score", "flags", "status", "MODEL_PATH"]
+
+MODEL_PATH = Path(__file__).with_name("injection_model.json.gz")
+
+_TOKEN = re.compile(r"[^\W\d_]+|\d+")
+# Scripts written without spaces between words: a run of them is read as character pairs.
+_UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+                       "\uf900-\ufaff\uff66-\uff9f]")
+MIN_WORDS = 5  # a shorter text is judged by the rules alone (see `long_enough`)
+MAX_FEATURE_WORDS = 5_000  # words read per text: enough to judge it, a bound on the work
+_CACHE_LIMIT = 100_000  # distinct words whose weights are kept
+
+
+def _word_features(word: str) -> list[str]:
+    if word.isdigit():
+        return ["w:0"]
+    if _UNSPACED.search(word):
+        out = ["c:" + c for c in word]
+        out += ["c:" + word[i:i + 2] for i in range(len(word) - 1)]
+        return out
+    edged = "<" + word + ">"
+    return ["w:" + word] + ["g:" + edged[i:i + 3] for i in range(len(edged) - 2)]
+
+
+def _words(folded: str) -> list[str]:
+    return _TOKEN.findall(folded, 0, len(folded))[:MAX_FEATURE_WORDS]
+
+
+def _pairs(words: list[str]) -> list[str]:
+    spaced = ["0" if w.isdigit() else w for w in words]
+    return ["b:" + a + " " + b for a, b in zip(spaced, spaced[1:])
+            if not (_UNSPACED.search(a) or _UNSPACED.search(b))]
+
+
+def long_enough(folded: str) -> bool:
+    """Whether a text has the MIN_WORDS words the model needs to judge it (a run of a script
+    written without spaces counts a word per two characters). Below that, a word or two decide
+    the score: "password: see the vault" would read like the corpora's "what is the password?"."""
+    words = 0
+    for word in _TOKEN.findall(folded, 0, 4_000):
+        words += (len(word) + 1) // 2 if _UNSPACED.search(word) else 1
+        if words >= MIN_WORDS:
+            return True
+    return False
+
+
+def features(folded: str) -> list[str]:
+    """Every feature of a folded text, with repeats (what the model is trained on)."""
+    words = _words(folded)
+    out: list[str] = []
+    for word in words:
+        out += _word_features(word)
+    return out + _pairs(words)
+
+
+class _Model:
+    def __init__(self, data: dict[str, Any]):
+        self.weights: dict[str, float] = data["weights"]
+        self.bias = float(data["bias"])
+        self.threshold = float(data["threshold"])
+        self.info = {k: v for k, v in data.items() if k != "weights"}
+        # word -> (its features' weight, their count, its name in word pairs or None)
+        self.words: dict[str, tuple[float, int, str | None]] = {}
+
+    def word(self, word: str) -> tuple[float, int, str | None]:
+        known = self.words.get(word)
+        if known is None:
+            names = _word_features(word)
+            get = self.weights.get
+            pair_name = "0" if word.isdigit() else (None if _UNSPACED.search(word) else word)
+            known = (sum(get(name, 0.0) for name in names), len(names), pair_name)
+            if len(self.words) >= _CACHE_LIMIT:
+                self.words.clear()
+            self.words[word] = known
+        return known
+
+    def score(self, folded: str) -> float:
+        """The same sum as over `features(folded)`, a word's own features added up once."""
+        words = _words(folded)
+        if not words:
+            return self.bias
+        total, count = 0.0, 0
+        word, get = self.word, self.weights.get
+        previous = None
+        for w in words:
+            weight, n, name = word(w)
+            total += weight
+            count += n
+            if name is not None and previous is not None:
+                total += get("b:" + previous + " " + name, 0.0)
+                count += 1
+            previous = name
+        return self.bias + total / math.sqrt(count)
+
+
+_MODEL: _Model | None = None
+_PROBLEM = ""
+
+
+def _model() -> _Model | None:
+    global _MODEL, _PROBLEM
+    if _MODEL is None and not _PROBLEM:
+        try:
+            with gzip.open(MODEL_PATH, "rt", encoding="utf-8") as handle:
+                _MODEL = _Model(json.load(handle))
+        except FileNotFoundError:
+            _PROBLEM = f"rules only: the detector's weights are not installed ({MODEL_PATH.name} missing)"
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            _PROBLEM = f"rules only: {MODEL_PATH.name} cannot be read ({exc})"
+    return _MODEL
+
+
+def score(folded: str) -> float | None:
+    """The model's score of a folded text (None: no model, rules only)."""
+    model = _model()
+    return None if model is None else model.score(folded)
+
+
+def flags(folded: str) -> bool:
+    """Whether the model flags a folded text as an injection."""
+    model = _model()
+    return model is not None and long_enough(folded) and model.score(folded) > model.threshold
+
+
+def status() -> dict[str, Any]:
+    """What the detector is: the model's own record (version, threshold, what it was trained on
+    and measured at), or why the scanner runs on rules alone."""
+    model = _model()
+    if model is None:
+        return {"detector": _PROBLEM}
+    return {"detector": "rules and a linear model", **model.info}

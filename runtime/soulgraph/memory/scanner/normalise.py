@@ -1,0 +1,247 @@
+"""What the rules and the detector read: the text as a model would read it, not as it is spelled.
+
+An injection does not need to be spelled plainly to work on a model: "ｉｇｎｏｒｅ" (full width),
+"іgnore" (a Cyrillic і), "ig\u200bnore" (a zero-width space), "1gn0r3" (leetspeak), or the whole
+instruction in base64, hex or URL-encoding all read the same to it. So before matching, `fold`
+gives the text one spelling:
+
+1. Compatibility forms to their plain letter (Unicode NFKC, per character: full-width, ligatures,
+   circled and mathematical letters), and Latin letters with accents to the bare letter (NFKD,
+   marks dropped: "ïgnörë" is "ignore", "précédentes" is "precedentes"; the rules are written
+   for the bare letters).
+2. Invisible characters removed: every format character (Unicode category Cf: zero-width
+   spaces and joiners, bidi controls, tag characters), variation selectors, the soft hyphen and
+   the blank look-alikes (Hangul fillers, braille blank).
+3. Confusable letters folded to the Latin letter they imitate, with Unicode's confusables data
+   (UTS #39 `confusables.txt`, as the maintained `confusable-homoglyphs` package ships it), in
+   words that mix Latin letters with other scripts only: a Russian word stays Russian, "іgnоrе"
+   becomes "ignore".
+4. Leetspeak read back in words that mix letters with 0 1 3 4 5 7 @ $ ("1gn0r3" is "ignore";
+   "python3", "mp3" and "h264" are left alone: one digit at a word's edge is how names are
+   written).
+
+Every step maps one character to one or none, except step 1 (one to a few), so a match in the
+folded text maps back to a span of the original (`Folded.span`).
+
+`encoded_spans` finds text hidden in an encoding (base64 and base64url, hex, URL percent-encoding)
+and decodes it, so the rules and the detector read the hidden text too; only decodings that are
+mostly printable text count (a random key or hash decodes to noise and is left to the secret
+rules). Without the confusables package (a lexical-only install that lacks it), step 3 is skipped
+and `CONFUSABLES_SOURCE` says so.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+__all__ = ["Folded", "fold", "encoded_spans", "CONFUSABLES_SOURCE"]
+
+# Characters a model does not see but a pattern does: removed before matching. Category Cf is
+# checked per character; these are the ones outside it that render as nothing or a blank.
+_INVISIBLE_EXTRA = frozenset("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u2800\u3164\uffa0"
+                             + "".join(map(chr, range(0xFE00, 0xFE10))))
+
+_LEET = str.maketrans("013457@$", "oieastas")
+_LEET_CHARS = frozenset("013457@$")
+# A leet character next to a letter, and the word around it; `_deleet` keeps only the words
+# whose leet characters stand inside them or are two or more: "1gn0r3", "pr3v10us", "ign0re";
+# not "python3", "mp3", "3d".
+# (written to start with the leet characters, so `re` skips quickly to them)
+_LEET_NEXT_TO_LETTER = re.compile(r"[013457@$](?:(?<=[a-z][013457@$])|(?=[a-z]))")
+_LEETISH = re.compile(r"(?<![a-z0-9@$])[a-z0-9@$]*(?:[a-z][013457@$]|[013457@$][a-z])[a-z0-9@$]*")
+
+
+class _FoldTable(dict):
+    """ord(char) -> its folded form, computed on first sight (str.translate calls __missing__),
+    so folding a text costs one C-level translate once its characters are known."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        value = _fold_char(char)
+        self[code] = value
+        return value
+
+
+def _fold_char(char: str) -> str:
+    if char.isascii():
+        return char
+    if char in _INVISIBLE_EXTRA or unicodedata.category(char) == "Cf" or 0xE0100 <= ord(char) <= 0xE01EF:
+        return ""
+    compat = unicodedata.normalize("NFKC", char)
+    if compat != char:
+        return "".join(_fold_char(c) for c in compat)
+    decomposed = unicodedata.normalize("NFKD", char)
+    if decomposed[0].isascii() and decomposed[0].isalpha() \
+            and all(unicodedata.category(c) == "Mn" for c in decomposed[1:]):
+        return decomposed[0]
+    if unicodedata.category(char) == "Mn" and unicodedata.combining(char) and 0x300 <= ord(char) <= 0x36F:
+        return ""  # a combining accent on its own ("i" + U+0308): the bare letter is what is read
+    return char
+
+
+_TABLE = _FoldTable()
+
+
+def _confusables() -> tuple[dict[int, str], str]:
+    """Non-ASCII letters that Unicode's confusables data maps to one ASCII letter or digit."""
+    try:
+        import confusable_homoglyphs
+    except ImportError:
+        return {}, "none: the confusable-homoglyphs package is not installed (homoglyphs are not folded)"
+    path = Path(confusable_homoglyphs.__file__).with_name("confusables.json")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {}, f"none: {path}: {exc}"
+    table: dict[int, str] = {}
+    for char, looks in data.items():
+        if len(char) != 1 or char.isascii():
+            continue
+        for look in looks:
+            target = look.get("c", "")
+            if len(target) == 1 and target.isascii() and target.isalnum():
+                table[ord(char)] = target.lower() if not target.isdigit() else target
+                break
+    version = getattr(confusable_homoglyphs, "__version__", "")
+    return table, f"confusable-homoglyphs {version} (Unicode confusables.txt), {len(table)} letters".replace("  ", " ")
+
+
+_CONFUSABLE: dict[int, str] | None = None
+CONFUSABLES_SOURCE = "not loaded yet"
+_MIXED_WORD = re.compile(r"\w*(?:[A-Za-z][^\x00-\x7f]|[^\x00-\x7f][A-Za-z])\w*")
+
+
+def _confusable_table() -> dict[int, str]:
+    global _CONFUSABLE, CONFUSABLES_SOURCE
+    if _CONFUSABLE is None:
+        _CONFUSABLE, CONFUSABLES_SOURCE = _confusables()
+    return _CONFUSABLE
+
+
+@dataclass(frozen=True)
+class Folded:
+    """The folded text, and where each of its characters came from (None: nothing moved)."""
+
+    text: str
+    origin: tuple[int, ...] | None = None
+
+    def span(self, start: int, end: int, length: int) -> tuple[int, int]:
+        """The span of the original text (of `length` characters) that folded[start:end] came from."""
+        if self.origin is None:
+            return start, end
+        first = self.origin[start] if start < len(self.origin) else length
+        last = self.origin[end - 1] + 1 if 0 < end <= len(self.origin) else first
+        return first, max(first, last)
+
+
+def _has_leet(low: str) -> bool:
+    return _LEET_NEXT_TO_LETTER.search(low) is not None
+
+
+def _deleet(match: re.Match[str]) -> str:
+    word = match.group()
+    inner = sum(1 for c in word[1:-1] if c in _LEET_CHARS)
+    total = inner + (word[0] in _LEET_CHARS) + (word[-1] in _LEET_CHARS)
+    if total >= 2 or inner >= 1:
+        return word.translate(_LEET)
+    return word
+
+
+def fold(text: str, *, lower: bool = True, leet: bool = True) -> Folded:
+    """`text` in one spelling (see the module docstring), with the way back. `lower=False`
+    keeps the case (for the secret rules, which are case-sensitive) and reads no leetspeak
+    (a key's digits are its own); `leet` applies to lower-cased text only."""
+    leet = leet and lower
+    if text.isascii():
+        out = text.lower() if lower else text
+        if leet and _has_leet(out):
+            out = _LEETISH.sub(_deleet, out)  # one character for one: spans stay
+        return Folded(out)
+    folded = text.translate(_TABLE)
+    origin = None
+    if folded != text:
+        pieces = [_TABLE[ord(c)] for c in text]
+        if any(len(p) != 1 for p in pieces):
+            origin = tuple(i for i, piece in enumerate(pieces) for _ in piece)
+    confusable = _confusable_table()
+    if confusable and not folded.isascii():
+        folded = _MIXED_WORD.sub(lambda m: m.group().translate(confusable), folded)
+    if not lower:
+        return Folded(folded, origin)
+    low = folded.lower()
+    if len(low) != len(folded):  # "İ" lower-cases to two characters: keep the one-for-one map
+        low = "".join(c.lower() if len(c.lower()) == 1 else c for c in folded)
+    if leet and _has_leet(low):
+        low = _LEETISH.sub(_deleet, low)
+    return Folded(low, origin)
+
+
+# -- encodings -----------------------------------------------------------------------------------
+
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}")
+_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}")
+_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2}[^%\s]{0,3}){3,}")
+MAX_DECODED = 20_000  # characters of decoded text read per text: a bound on the work
+
+
+def _printable(raw: bytes) -> str | None:
+    """The bytes as text when they are UTF-8 and mostly printable (at least 4 in 5 letters,
+    digits, punctuation or spaces), else None."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if len(text) < 6:
+        return None
+    good = sum(1 for c in text if c.isprintable() or c in "\n\t")
+    letters = sum(1 for c in text if c.isalpha() or c == " ")
+    return text if good >= 0.95 * len(text) and letters >= 0.6 * len(text) else None
+
+
+def encoded_spans(text: str) -> list[tuple[int, int, str, str]]:
+    """(start, end, decoded, encoding) for every stretch of `text` that decodes to readable
+    text; encoding is "base64", "hex" or "url-encoded"."""
+    found: list[tuple[int, int, str, str]] = []
+    budget = MAX_DECODED
+    if len(text) >= 16 and max(map(len, text.split()), default=0) >= 16:  # no long word: no encoding
+        for m in _BASE64.finditer(text):
+            value = m.group()
+            if value.isalpha() and (value.islower() or value.isupper()):
+                continue  # a long word, not an encoding
+            padded = value + "=" * (-len(value.rstrip("=")) % 4)
+            try:
+                raw = (base64.urlsafe_b64decode if ("-" in value or "_" in value) else base64.b64decode)(padded)
+            except (binascii.Error, ValueError):
+                continue
+            decoded = _printable(raw)
+            if decoded:
+                found.append((m.start(), m.end(), decoded[:budget], "base64"))
+                budget -= len(decoded)
+                if budget <= 0:
+                    return found
+        for m in _HEX.finditer(text):
+            decoded = _printable(bytes.fromhex(m.group()))
+            if decoded:
+                found.append((m.start(), m.end(), decoded[:budget], "hex"))
+                budget -= len(decoded)
+                if budget <= 0:
+                    return found
+    if "%" in text:
+        for m in _PERCENT.finditer(text):
+            try:
+                decoded = unquote(m.group(), errors="strict")
+            except UnicodeDecodeError:
+                continue
+            if decoded != m.group() and _printable(decoded.encode("utf-8")):
+                found.append((m.start(), m.end(), decoded[:budget], "url-encoded"))
+                budget -= len(decoded)
+                if budget <= 0:
+                    return found
+    return found
