@@ -43,11 +43,7 @@ NODE = object()  # a field filled with the id of a memory made just before the c
 FRESH = object()  # a field filled with the name of a file that does not exist yet
 # Tools that write a writer's string where the guard does not reach (outside the soul graph),
 # as (tool, field): each must fail here (strict), so one that gets fixed is taken off.
-KNOWN_GAPS = {
-    # soul_init writes agent_name and description into SOUL.md, a markdown file, unscanned
-    # (server/markdown_tools.py; the patch is to vet both with memory.guard.inspect first).
-    ("soul_init", "agent_name"), ("soul_init", "description"),
-}
+KNOWN_GAPS: set[tuple[str, str]] = set()
 
 
 def secret_canary() -> str:

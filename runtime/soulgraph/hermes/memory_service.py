@@ -367,7 +367,8 @@ class MemoryService:
         return {"added": [{"kind": k, "id": i, "content": c} for k, i, c in result.added],
                 "withheld": [{"id": i, **flagged.withheld(graph.nodes[i])} for i in sorted(held) if i in graph.nodes],
                 "confirmed": [{"kind": k, "id": i} for k, i in result.confirmed],
-                "refused": result.refused, "turns": result.turns, "summary": result.summary()}
+                "refused": result.refused, "flagged": result.flagged, "turns": result.turns,
+                "summary": result.summary()}
 
     def memory_write(self, action: str, target: str = "memory", content: str = "",
                      metadata: dict[str, Any] | None = None, write_id: str | None = None,

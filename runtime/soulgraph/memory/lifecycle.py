@@ -25,7 +25,7 @@ from typing import Any
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
 from soulgraph.memory import record
 
-ACTIONS = ("confirm", "weaken", "contradict", "supersede", "archive", "merge", "share", "forget")
+ACTIONS = ("confirm", "weaken", "contradict", "supersede", "archive", "merge", "share", "forget", "release")
 
 
 def digest(node_record: dict[str, Any] | None) -> str | None:

@@ -30,7 +30,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from soulgraph.memory import ask as asking, flagged, markdown_files as files
+from soulgraph.memory import ask as asking, flagged, guard, markdown_files as files
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.server import shapes
 from soulgraph.server.answers import tool_registrar
@@ -233,6 +233,13 @@ def register(server: MCPServer, tools: Any, folder: files.Folder, ask_timeout: f
                         description: Annotated[str, Field(max_length=20_000, description="System prompt content")] =
                         "A helpful AI assistant with a persistent memory.") -> shapes.MarkdownAnswer:
         """Create default SOUL.md and MEMORY.md for a new agent. Never overwrites a file."""
+        try:  # SOUL.md is the agent's system prompt: its text passes the scanner as a memory's does
+            found = guard.inspect(iter([("agent_name", agent_name), ("description", description)]), "soul_init")
+        except RefusedMemory as exc:
+            return error(str(exc))
+        if found:
+            return error(f"soul_init: {', '.join(found)}: reads like prompt injection "
+                         f"({', '.join(sorted({r for rules in found.values() for r in rules}))}); nothing was written")
         try:
             soul = folder.resolve(soul_path, "soul_path")
             memory = folder.resolve(memory_path, "memory_path")

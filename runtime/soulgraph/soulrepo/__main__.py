@@ -5,7 +5,7 @@
                                           a new repository from a Hermes home; JSON report
     import DIR [--hermes-home H] [--check] [--overwrite-identity] [--commit SHA] [--origin URL]
                                           into a Hermes home and its soul graph; JSON report
-    bundle DIR --harness pi|codex|claude-code|zot|colibri
+    bundle DIR --harness pi|codex|claude-code|zot|colibri [--soul-file PATH]
                                           what a harness gets: an identity prompt, or colibri's JSONL
 
 Exit 0 when all is well, 1 on a problem, 2 on a usage error.
@@ -48,10 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     give = commands.add_parser("bundle", help="what a harness gets from a layered soul")
     give.add_argument("repo")
     give.add_argument("--harness", required=True, choices=HARNESSES)
+    give.add_argument("--soul-file", help="leave out what this soul graph holds flagged (reads like prompt injection)")
     args = parser.parse_args(argv)
     if args.command == "bundle":
         try:
-            sys.stdout.write(bundle(args.repo, args.harness))
+            sys.stdout.write(bundle(args.repo, args.harness, soul_file=args.soul_file))
         except BundleError as exc:
             print(f"soulrepo bundle: {exc}", file=sys.stderr)
             return 1

@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _users_command(args: argparse.Namespace) -> int:
     from soulgraph.memory import scopes, users
+    from soulgraph.memory.guard import RefusedMemory
 
     soul = SoulFile(args.path)
     if not soul_exists(soul):
@@ -198,7 +199,7 @@ def _users_command(args: argparse.Namespace) -> int:
             report = users.share(soul, args.ids, args.reason)
         else:
             report = users.forget_user(soul, args.scope, args.reason, args.markdown_dir)
-    except (users.UsersError, scopes.ScopeError, SoulFileError) as exc:
+    except (users.UsersError, scopes.ScopeError, SoulFileError, RefusedMemory) as exc:
         print(f"soulgraph.store: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2, ensure_ascii=False))
