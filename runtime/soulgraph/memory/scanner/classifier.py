@@ -44,6 +44,7 @@ _UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3
                        "\uf900-\ufaff\uff66-\uff9f]")
 MIN_WORDS = 5  # a shorter text is judged by the rules alone (see `long_enough`)
 MAX_FEATURE_WORDS = 5_000  # words read per text: enough to judge it, a bound on the work
+MAX_FEATURE_CHARS = 40_000  # characters those words are looked for in
 _CACHE_LIMIT = 100_000  # distinct words whose weights are kept
 
 
@@ -59,7 +60,7 @@ def _word_features(word: str) -> list[str]:
 
 
 def _words(folded: str) -> list[str]:
-    return _TOKEN.findall(folded, 0, len(folded))[:MAX_FEATURE_WORDS]
+    return _TOKEN.findall(folded, 0, MAX_FEATURE_CHARS)[:MAX_FEATURE_WORDS]
 
 
 def _pairs(words: list[str]) -> list[str]:

@@ -127,18 +127,26 @@ def _confusable_table() -> dict[int, str]:
 
 @dataclass(frozen=True)
 class Folded:
-    """The folded text, and where each of its characters came from (None: nothing moved)."""
+    """The folded text, and the original it came from when a character folded to more or
+    fewer than one (None: one for one, spans are the same)."""
 
     text: str
-    origin: tuple[int, ...] | None = None
+    source: str | None = None
 
     def span(self, start: int, end: int, length: int) -> tuple[int, int]:
         """The span of the original text (of `length` characters) that folded[start:end] came from."""
-        if self.origin is None:
+        if self.source is None:
             return start, end
-        first = self.origin[start] if start < len(self.origin) else length
-        last = self.origin[end - 1] + 1 if 0 < end <= len(self.origin) else first
+        origin = _origin(self.source)  # only for a finding: most folded texts never need it
+        first = origin[start] if start < len(origin) else length
+        last = origin[end - 1] + 1 if 0 < end <= len(origin) else first
         return first, max(first, last)
+
+
+def _origin(source: str) -> list[int]:
+    """For each character of the folded text, the index of the original character it came from."""
+    table = _TABLE
+    return [i for i, c in enumerate(source) for _ in table[ord(c)]]
 
 
 def _has_leet(low: str) -> bool:
@@ -154,6 +162,13 @@ def _deleet(match: re.Match[str]) -> str:
     return word
 
 
+def _changes_length(text: str) -> bool:
+    """Whether some character of `text` folds to more or fewer than one (the lengths can
+    still add up: one removed, one expanded)."""
+    table = _TABLE
+    return any(len(table[ord(c)]) != 1 for c in set(text))
+
+
 def fold(text: str, *, lower: bool = True, leet: bool = True) -> Folded:
     """`text` in one spelling (see the module docstring), with the way back. `lower=False`
     keeps the case (for the secret rules, which are case-sensitive) and reads no leetspeak
@@ -165,11 +180,7 @@ def fold(text: str, *, lower: bool = True, leet: bool = True) -> Folded:
             out = _LEETISH.sub(_deleet, out)  # one character for one: spans stay
         return Folded(out)
     folded = text.translate(_TABLE)
-    origin = None
-    if folded != text:
-        pieces = [_TABLE[ord(c)] for c in text]
-        if any(len(p) != 1 for p in pieces):
-            origin = tuple(i for i, piece in enumerate(pieces) for _ in piece)
+    origin = text if len(folded) != len(text) or _changes_length(text) else None
     confusable = _confusable_table()
     if confusable and not folded.isascii():
         folded = _MIXED_WORD.sub(lambda m: m.group().translate(confusable), folded)
