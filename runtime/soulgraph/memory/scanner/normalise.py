@@ -18,7 +18,7 @@ gives the text one spelling:
    becomes "ignore".
 4. Leetspeak read back in words that mix letters with 0 1 3 4 5 7 @ $ ("1gn0r3" is "ignore";
    "python3", "mp3" and "h264" are left alone: one digit at a word's edge is how names are
-   written).
+   written, unless the text has two or more clear leet words: then "4ll" is "all" too).
 
 Every step maps one character to one or none, except step 1 (one to a few), so a match in the
 folded text maps back to a span of the original (`Folded.span`).
@@ -162,6 +162,23 @@ def _deleet(match: re.Match[str]) -> str:
     return word
 
 
+def _read_leet(low: str) -> str:
+    """Leetspeak read back: the clear leet words first; where there are two or more, the text
+    is written in leet, and a word with one leet character at its edge ("4ll") is read too."""
+    changed = 0
+
+    def strict(match: re.Match[str]) -> str:
+        nonlocal changed
+        word = _deleet(match)
+        changed += word != match.group()
+        return word
+
+    out = _LEETISH.sub(strict, low)
+    if changed >= 2:
+        out = _LEETISH.sub(lambda m: m.group().translate(_LEET), out)
+    return out
+
+
 def _changes_length(text: str) -> bool:
     """Whether some character of `text` folds to more or fewer than one (the lengths can
     still add up: one removed, one expanded)."""
@@ -177,7 +194,7 @@ def fold(text: str, *, lower: bool = True, leet: bool = True) -> Folded:
     if text.isascii():
         out = text.lower() if lower else text
         if leet and _has_leet(out):
-            out = _LEETISH.sub(_deleet, out)  # one character for one: spans stay
+            out = _read_leet(out)  # one character for one: spans stay
         return Folded(out)
     folded = text.translate(_TABLE)
     origin = text if len(folded) != len(text) or _changes_length(text) else None
@@ -190,7 +207,7 @@ def fold(text: str, *, lower: bool = True, leet: bool = True) -> Folded:
     if len(low) != len(folded):  # "İ" lower-cases to two characters: keep the one-for-one map
         low = "".join(c.lower() if len(c.lower()) == 1 else c for c in folded)
     if leet and _has_leet(low):
-        low = _LEETISH.sub(_deleet, low)
+        low = _read_leet(low)
     return Folded(low, origin)
 
 
@@ -198,7 +215,7 @@ def fold(text: str, *, lower: bool = True, leet: bool = True) -> Folded:
 
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}")
-_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2}[^%\s]{0,3}){3,}")
+_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2}[^%\s]{0,40}){3,}")
 MAX_DECODED = 20_000  # characters of decoded text read per text: a bound on the work
 
 
