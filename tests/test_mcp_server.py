@@ -75,6 +75,7 @@ def test_every_tool_and_restart_persistence(tmp_path):
         assert hypo_id not in [r["id"] for r in (await s.call("soul_query", query="launchd"))["results"]]
         summary = await s.call("soul_summary")
         assert (summary["nodes"], summary["edges"], summary["pinned"], summary["hypotheses"]) == (4, 2, 1, 1)
+        assert summary["scanner"]["detector"] == "rules and a linear model" and summary["scanner"]["rules"] > 20
         return {"axiom": axiom["id"], "plan": plan["id"], "venv": venv["id"], "check": check["id"], "hypo": hypo_id}
 
     ids = with_server(soul_file, first_session)

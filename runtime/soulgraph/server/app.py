@@ -468,6 +468,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
                 summary["tags"] = {tag: count for tag, count in tags.items() if count > 0}
         summary["soul_file"] = str(soul.path)
         summary["search"] = tools.vectors.status()
+        summary["scanner"] = scanner_summary()
         summary["scope"] = scope_summary(graph, tools.reader)
         return summary
 
@@ -517,6 +518,15 @@ def prime(graph: SoulGraph, context: str, limit: int, where: Callable[[Node], bo
 
 
 PRIME_DEPTH = 2  # the engine's prime walks two edges each way
+
+
+def scanner_summary() -> dict[str, Any]:
+    """The scanner's own record, without the training details an agent has no use for."""
+    from soulgraph.memory import scanner  # loads the scanner: a summary is asked for rarely
+
+    status = scanner.status()
+    return {key: status[key] for key in ("detector", "rules", "confusables", "threshold", "features", "version")
+            if key in status}
 
 
 def scope_summary(graph: SoulGraph, reader: scopes.Reader) -> dict[str, Any]:

@@ -128,6 +128,17 @@ class WithheldCount(TypedDict):
     operator: str  # the command that shows an operator their text
 
 
+class Scanner(TypedDict):
+    """What the write-time scanner of this install is (memory/scanner: `status()`)."""
+
+    detector: str  # "rules and a linear model", or "rules only: …" and why
+    rules: int
+    confusables: str  # where the look-alike letters it folds come from, or why none
+    threshold: NotRequired[float]
+    features: NotRequired[int]
+    version: NotRequired[str]
+
+
 class Summary(TypedDict):
     nodes: int
     edges: int
@@ -139,6 +150,7 @@ class Summary(TypedDict):
     soul_file: str
     search: Search
     scope: Scope
+    scanner: Scanner
     withheld: NotRequired[WithheldCount]
 
 
