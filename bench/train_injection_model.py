@@ -32,6 +32,7 @@ import gzip
 import importlib.util
 import json
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -94,9 +95,22 @@ def stdlib_lines(count: int = 4000) -> list[str]:
             line = line.strip().lstrip("#").strip()
             if 12 <= len(line) <= 300:
                 lines.append(line)
-    lines = sorted(set(lines))
-    random.Random(20261202).shuffle(lines)
-    return lines[:count]
+    # and, from the whole library, the lines that use the words attacks use: passwords, tokens,
+    # keys, prompts, "ignore", "previous", "instructions", "system"
+    words = re.compile(r"passw|token|secret|api_?key|prompt|ignor|previous|instruction|system|override", re.I)
+    worded: list[str] = []
+    for path in sorted(folder.rglob("*.py")):
+        if "test" in path.parts or "idlelib" in path.parts:
+            continue
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.strip().lstrip("#").strip()
+            if 12 <= len(line) <= 300 and words.search(line):
+                worded.append(line)
+    rng = random.Random(20261202)
+    lines, worded = sorted(set(lines)), sorted(set(worded))
+    rng.shuffle(lines)
+    rng.shuffle(worded)
+    return lines[:count] + worded[:count // 2]
 
 
 def locomo_turns(path: Path) -> list[str]:

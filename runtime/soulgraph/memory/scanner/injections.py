@@ -13,6 +13,7 @@ gitleaks' default rule set (`config/gitleaks.toml`, rule id given).
 | `ignore-previous-instructions` | injection | our phrase list; OWASP Top 10 for LLM Applications, LLM01 Prompt Injection |
 | `disregard-instructions` | injection | our phrase list; OWASP LLM01 |
 | `override-other-languages` | injection | our phrase lists: "ignore / forget the previous instructions" in Arabic, Bengali, Chinese, French, German, Hindi, Indonesian, Italian, Japanese, Korean, Portuguese, Russian, Spanish, Tagalog, Thai, Turkish and Vietnamese (matched on the folded text: accents dropped) |
+| `injection-detector` | injection | not a pattern: the linear model of `classifier.py` (trained by bench/train_injection_model.py on the public corpora's dev split), asked when no rule fired and the text has five words or more |
 | `role-override` | injection | our phrase list ("you are now …", jailbreak role-play); OWASP LLM01 |
 | `fake-role-header` | injection | chat-template control tokens (ChatML's `im_start` / `im_end`, Llama's `<<SYS>>`, `[INST]`, `start_header_id`); line-start `system:` / `### System` headers; bracketed roles (`[SYSTEM]`, `<system mode>`, `{ADMIN OVERRIDE}`) followed by an instruction |
 | `invisible-unicode` | injection | Unicode general category Cf: zero-width U+200B–U+200F, bidi embeddings/overrides U+202A–U+202E ("Trojan Source", CVE-2021-42574), U+2060–U+2064, bidi isolates U+2066–U+2069, U+FEFF, tag characters U+E0000–U+E007F ("ASCII smuggling") |
