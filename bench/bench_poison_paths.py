@@ -149,10 +149,10 @@ class Home:
     left_out: dict[int, str] = field(default_factory=dict)
 
 
-async def _tools(soul_file: Path, texts: list[str], controls: tuple[str, ...], pin_every: int) -> list[str]:
-    server = build_server(SoulFile(soul_file), embed=False)
+async def _tools(target: Any, texts: list[str], controls: tuple[str, ...], pin_every: int,
+                 timeout: float) -> list[str]:
     errors = []
-    async with Client(server) as client:
+    async with Client(target, read_timeout_seconds=timeout) as client:
         for text in controls:
             result = await client.call_tool("soul_add", {"content": text, "tags": ["garden"]})
             assert not result.is_error, result.content[0].text
@@ -164,11 +164,14 @@ async def _tools(soul_file: Path, texts: list[str], controls: tuple[str, ...], p
     return errors
 
 
-def write_tools(folder: Path, texts: list[str], controls: tuple[str, ...] = CONTROLS, pin_every: int = 3) -> Home:
-    """soul_add, as an agent calls it; every `pin_every`-th with pinned=true."""
+def write_tools(folder: Path, texts: list[str], controls: tuple[str, ...] = CONTROLS, pin_every: int = 3,
+                target: Callable[[Path], Any] | None = None, timeout: float = 60.0) -> Home:
+    """soul_add, as an agent calls it; every `pin_every`-th with pinned=true (the first one
+    too). `target(soul_file)`: the MCP server to call, as `prompts` takes it."""
     folder.mkdir(parents=True, exist_ok=True)
     home = Home("tools (soul_add; every third pinned)", folder / "soul.json", texts, controls)
-    errors = asyncio.run(_tools(home.soul_file, texts, controls, pin_every))
+    server = target(home.soul_file) if target else build_server(SoulFile(home.soul_file), embed=False)
+    errors = asyncio.run(asyncio.wait_for(_tools(server, texts, controls, pin_every, timeout), 10 * timeout))
     home.notes += [f"{len(errors)} soul_add calls refused"] if errors else []
     return home
 
@@ -217,7 +220,7 @@ def write_import(folder: Path, texts: list[str], controls: tuple[str, ...] = CON
     # as refused).
     home.left_out = {i: "holds a secret" for i, t in enumerate(texts) if scan(t).secrets}
     home.placed = [files[i % len(files)] for i in range(len(texts))]
-    by_file: dict[str, list[str]] = {name: [] for name in files}
+    by_file: dict[str, list[str]] = {name: [] for name in (*REPO_FILES, *files)}  # the layout needs each
     for i, (name, text) in enumerate(zip(home.placed, texts)):
         if i not in home.left_out:
             by_file[name].append(text)
@@ -308,8 +311,7 @@ def context_of(text: str) -> str:
     return " ".join(text.split()[:CONTEXT_WORDS])[:400]
 
 
-async def _prime(soul_file: Path, contexts: list[str], timeout: float) -> tuple[list[tuple[str, set[str]]], list[str]]:
-    server = build_server(SoulFile(soul_file), embed=False)
+async def _prime(target: Any, contexts: list[str], timeout: float) -> tuple[list[tuple[str, set[str]]], list[str]]:
     primes, snapshots = [], []
 
     async def call(args: dict[str, Any]) -> dict[str, Any]:
@@ -317,7 +319,7 @@ async def _prime(soul_file: Path, contexts: list[str], timeout: float) -> tuple[
         assert not result.is_error, result.content[0].text
         return result.structured_content
 
-    async with Client(server, read_timeout_seconds=timeout) as client:
+    async with Client(target, read_timeout_seconds=timeout) as client:
         first = await call({"context": contexts[0] if contexts else "", "limit": 20, "max_chars": 20_000})
         primes.append(("\n".join(strings(first)), shown_ids(first)))
         snapshots.append(first["snapshot"])
@@ -328,10 +330,15 @@ async def _prime(soul_file: Path, contexts: list[str], timeout: float) -> tuple[
     return primes, snapshots
 
 
-def prompts(home: Home, queries: list[str], timeout: float = 60.0) -> Prompts:
-    """soul_prime (per query's first words), the snapshots, the service's recall per query."""
+def prompts(home: Home, queries: list[str], timeout: float = 60.0, target: Any = None) -> Prompts:
+    """soul_prime (per query's first words), the snapshots, the service's recall per query.
+    `target`: the MCP server to ask, as `mcp.Client` takes it (default: the server in-process;
+    `StdioServerParameters` start `python -m soulgraph.mcp`); `timeout`: seconds per request,
+    and ten times that for the whole conversation."""
     out = Prompts()
-    out.prime, out.snapshot = asyncio.run(_prime(home.soul_file, [context_of(q) for q in queries], timeout))
+    target = target if target is not None else build_server(SoulFile(home.soul_file), embed=False)
+    contexts = [context_of(q) for q in queries]
+    out.prime, out.snapshot = asyncio.run(asyncio.wait_for(_prime(target, contexts, timeout), 10 * timeout))
     service = _service(home.soul_file)
     answer = service.handle({"id": 0, "op": "snapshot", "args": {}})
     assert answer["ok"], answer
