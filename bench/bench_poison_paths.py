@@ -1,6 +1,6 @@
 """The corpora's injections written through every way into a soul graph, and whether any reaches a prompt.
 
-    python bench/bench_poison_paths.py [--data ../shared/data] [--limit N] [--seed 1]
+    python bench/bench_poison_paths.py [--data ../shared/data] [--limit N] [--seed 1] [--secrets]
 
 Every injection of `poison/injections-dev.jsonl` (or a random sample of `--limit` of them) is
 written into a fresh soul home per path, as that path writes it:
@@ -31,7 +31,9 @@ whitespace collapsed) appears:
 
 Counted per injection: not stored (the scanner saw a secret, so the write was refused), flagged
 (every memory holding its text is flagged), stored unflagged (the scanner's misses: some memory
-holds it, or a 60-character stretch of it, unflagged). Search is lexical (`embed` off) so the run
+holds it, or a 60-character stretch of it, unflagged). `--secrets` also writes the texts of
+`poison/secrets-dev.jsonl` through the same paths and looks for the credential each holds (what
+the scanner finds in it, else the record's `secret`). Search is lexical (`embed` off) so the run
 is deterministic; the flagged filter is the same either way.
 """
 
@@ -371,9 +373,12 @@ class Measured:
     placed: list[str]
 
 
-def measure(home: Home, prompts_of: Callable[[Home, list[str]], Prompts] = prompts) -> Measured:
+def measure(home: Home, prompts_of: Callable[[Home, list[str]], Prompts] = prompts,
+            needles: list[str] | None = None) -> Measured:
+    """Where `home`'s texts went; `needles[i]`: what to look for of text i (default: the text
+    itself; the secrets run looks for the credential alone)."""
     texts = home.texts
-    finder = Finder(texts)
+    finder = Finder(needles or texts)
     graph = SoulFile(home.soul_file).graph() if home.soul_file.exists() else None
     nodes = [*graph.nodes.values(), *graph.branch.values()] if graph is not None else []
     holders: dict[int, list[Any]] = {}
@@ -382,7 +387,7 @@ def measure(home: Home, prompts_of: Callable[[Home, list[str]], Prompts] = promp
     for node in nodes:
         held = finder.found(node.content)
         body = flat(node.content)
-        if not held and len(body) < STRETCH and len(body) >= 8 and not record.flagged(node.metadata):
+        if needles is None and not held and STRETCH > len(body) >= 8 and not record.flagged(node.metadata):
             if body not in CONTROLS and any(body in t for t in flat_texts):
                 short_pieces.append(node)
         for i in held:
@@ -427,6 +432,18 @@ def table(rows: list[Measured]) -> None:
               f"{share(len(m.in_snapshot), m.written)} | {share(len(m.in_prefetch), m.written)} | {shown} |")
 
 
+def secrets_table(rows: list[Measured]) -> None:
+    print("| path | written | secret kept nowhere (refused, or cut out of a turn) | secret stored | in prime |"
+          " in snapshot | in prefetch | control shown (prime/snapshot/prefetch) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for m in rows:
+        shown = "/".join("yes" if m.controls_shown[k] else "no" for k in ("prime", "snapshot", "prefetch"))
+        stored = m.flagged | m.unflagged
+        print(f"| {m.name} | {m.written} | {share(len(m.refused | m.not_kept), m.written)} | "
+              f"{share(len(stored), m.written)} | {share(len(m.in_prime), m.written)} | "
+              f"{share(len(m.in_snapshot), m.written)} | {share(len(m.in_prefetch), m.written)} | {shown} |")
+
+
 def by_file(m: Measured) -> list[Measured]:
     """`m` split by the file each text went into."""
     out = []
@@ -443,11 +460,47 @@ def sample(label: str, indices: Iterable[int], records: list[dict], count: int =
     if not indices:
         return
     print(f"\n{label} ({len(indices)}; the first {min(count, len(indices))}):\n")
-    print("| # | length | lang | source | begins |\n|---|---|---|---|---|")
+    print("| # | length | lang or kind | source | begins |\n|---|---|---|---|---|")
     for i in indices[:count]:
         r = records[i]
         begins = flat(r["text"])[:70].replace("|", "\\|")
-        print(f"| {i} | {len(r['text'])} | {r.get('lang', '')} | {r.get('source', '').split(':')[0]} | {begins} |")
+        print(f"| {i} | {len(r['text'])} | {r.get('lang') or r.get('kind', '')} | {r.get('source', '').split(':')[0]} "
+              f"| {begins} |")
+
+
+def credential(record: dict) -> str:
+    """What of a secrets record to look for: the longest stretch the scanner finds in its text
+    (the turn path cuts that out and keeps the rest; under 12 characters, with the 24 before
+    it), else, when the scanner finds none, the record's `secret` (stored whole: a miss)."""
+    found = scan(record["text"]).secrets
+    if not found:
+        return record["secret"]
+    longest = max(found, key=lambda f: f.end - f.start)
+    # A short one ("admin", "secret") is looked for with the words before it, or it would be
+    # found in any text that uses the word.
+    start = longest.start if longest.end - longest.start >= 12 else max(0, longest.start - 24)
+    return record["text"][start:longest.end]
+
+
+def every_path(root: Path, texts: list[str], needles: list[str] | None,
+               timings: list[tuple[str, float]]) -> list[Measured]:
+    """`texts` through each path, a fresh home each, measured (`needles`: as `measure` takes them)."""
+    rows: list[Measured] = []
+
+    def run(make: Callable[[], Home]) -> Home:
+        t0 = time.perf_counter()
+        home = make()
+        rows.append(measure(home, needles=needles))
+        timings.append((home.name, time.perf_counter() - t0))
+        return home
+
+    run(lambda: write_tools(root / "tools", texts))
+    run(lambda: write_seed(root / "seed", texts))
+    run(lambda: write_import(root / "import", texts))
+    turns = run(lambda: write_turns(root / "turns", texts))
+    run(lambda: consolidate_turns(turns))
+    run(lambda: write_compress(root / "compress", texts))
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -455,6 +508,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--limit", type=int, default=0, help="a random sample of N injections (default: all)")
     parser.add_argument("--seed", type=int, default=1, help="the sample's random seed")
+    parser.add_argument("--secrets", action="store_true",
+                        help="also write poison/secrets-dev.jsonl through every path and look for the credentials")
     parser.add_argument("--keep", type=Path, help="write the homes here (kept) instead of a temporary folder")
     args = parser.parse_args(argv)
     path = args.data / "poison" / "injections-dev.jsonl"
@@ -465,24 +520,19 @@ def main(argv: list[str] | None = None) -> int:
     texts = [r["text"] for r in records]
     started = time.perf_counter()
     print(f"{len(texts)} injections of {path.name}; one fresh soul home per path\n")
+    timings: list[tuple[str, float]] = []
     with contextlib.ExitStack() as stack:
         root = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="poison-paths-")))
-        rows: list[Measured] = []
-        timings = []
-
-        def run(make: Callable[[], Home]) -> Home:
-            t0 = time.perf_counter()
-            home = make()
-            rows.append(measure(home))
-            timings.append((home.name, time.perf_counter() - t0))
-            return home
-
-        run(lambda: write_tools(root / "tools", texts))
-        run(lambda: write_seed(root / "seed", texts))
-        run(lambda: write_import(root / "import", texts))
-        turns = run(lambda: write_turns(root / "turns", texts))
-        run(lambda: consolidate_turns(turns))
-        run(lambda: write_compress(root / "compress", texts))
+        rows = every_path(root / "injections", texts, None, timings)
+        secret_rows: list[Measured] = []
+        if args.secrets:
+            path = args.data / "poison" / "secrets-dev.jsonl"
+            with path.open(encoding="utf-8") as handle:
+                secrets = [json.loads(line) for line in handle if line.strip()]
+            if args.limit and args.limit < len(secrets):
+                secrets = random.Random(args.seed).sample(secrets, args.limit)
+            secret_rows = every_path(root / "secrets", [r["text"] for r in secrets], [credential(r) for r in secrets],
+                                     timings)
 
     table(rows)
     print("\nBy file (the seeded home and the imported repository held the injections round robin):\n")
@@ -510,6 +560,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {name} | {piece.replace('|', chr(92) + '|')} |")
     refused = set().union(*(m.refused for m in rows))
     sample("Refused: the scanner saw a secret in the injection (any path)", refused, records)
+    if secret_rows:
+        print(f"\nSecrets: {secret_rows[0].written} texts of secrets-dev.jsonl, each holding a credential, through "
+              "the same paths (looked for: what the scanner finds in the text, else the record's `secret`; the soul-repo import leaves out the texts the "
+              "scanner refuses, since validation refuses a repository that holds any):\n")
+        secrets_table(secret_rows)
+        shown = set().union(*(m.in_prime | m.in_snapshot | m.in_prefetch for m in secret_rows))
+        print(f"\n**Credentials in a prime, a snapshot or a prefetch, any path: {len(shown)} of "
+              f"{secret_rows[0].written}**")
+        sample("Credentials stored through soul_add (the scanner's misses, or a text it allows)",
+               secret_rows[0].flagged | secret_rows[0].unflagged, secrets, count=10)
     print("\n" + " · ".join(f"{name}: {seconds:.0f} s" for name, seconds in timings)
           + f" · total {time.perf_counter() - started:.0f} s")
     return 0
