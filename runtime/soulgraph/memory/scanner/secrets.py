@@ -1,13 +1,21 @@
 """Secret rules: credentials a memory must never hold. Each finding refuses the write.
 
-The facts (prefixes, lengths, character classes, placeholder lists) come from the maintained
-rule sets named in each rule's `source`; the table and the judgment calls are in the
-package's docstring (`soulgraph.memory.scanner`).
+Two kinds of rule, run in this order (a finding overlapping an earlier one is dropped, so a
+hand rule's id and span win):
 
-Rules and where their facts come from. The patterns are our own code; the facts (prefixes,
-lengths, character classes, placeholder lists) are the ones these maintained sets publish.
-"detect-secrets" is Yelp's detect-secrets (its `detect_secrets/plugins/*`), "gitleaks" is
-gitleaks' default rule set (`config/gitleaks.toml`, rule id given).
+- hand-written rules (`HAND_RULES`, the table's named rows): our own patterns over the facts
+  (prefixes, lengths, character classes, placeholder lists) that the maintained rule sets
+  publish, with the placeholder judgment below;
+- the rule sets' own rules (`DATA_RULES`, the table's `…:*` rows): every rule of Nosey Parker's,
+  gitleaks' and detect-secrets' default rule sets that finds a secret (not an identifier),
+  converted to Python `re` by scripts/build_secret_rules.py into `secret_rules/rules.json`
+  (licences and the commits read in `secret_rules/NOTICE`; the rules left out, with the
+  reason, in the JSON's `skipped`). Their ids are the upstream ones, prefixed:
+  `noseyparker:np.github.1`, `gitleaks:github-pat`, `detect-secrets:DiscordBotTokenDetector.1`.
+
+"detect-secrets" is Yelp's detect-secrets (`detect_secrets/plugins/*`), "gitleaks" is gitleaks'
+default rule set (`config/gitleaks.toml`), "Nosey Parker" is Praetorian's
+(`crates/noseyparker/data/default/builtin/rules/*.yml`).
 
 | rule id | kind | source of the facts |
 |---|---|---|
@@ -31,9 +39,38 @@ gitleaks' default rule set (`config/gitleaks.toml`, rule id given).
 | `jwt` | secret | detect-secrets JwtTokenDetector (`eyJ…` segments that decode to JSON); gitleaks `jwt` |
 | `url-credentials` | secret | detect-secrets BasicAuthDetector (`scheme://user:password@host`) |
 | `authorization-header` | secret | gitleaks `curl-auth-header` (`Authorization: Bearer …` / `Basic …`) |
+| `password-in-prose` | secret | our own: a secret word, then "is", "was" or "is:", then a value with two or more character classes ("my bank password is hunter2!") |
+| `noseyparker:*` | secret | Nosey Parker's rules (ids `np.*`), pattern and secret group as published; keywords taken from each pattern's literals |
+| `gitleaks:*` | secret | gitleaks' rules, with their keywords, entropy floors and allowlists (the allowlists' literal example keys as digests) |
+| `detect-secrets:*` | secret | detect-secrets' plugins' denylist patterns (`…Detector.N`, the N-th pattern of a plugin) |
 | `credential-assignment` | secret | detect-secrets KeywordDetector (secret-sounding names, its FALSE_POSITIVES values); gitleaks `generic-api-key` and its global allowlist (placeholders, `$VAR`, `${…}`, `{{…}}`, system paths) |
 
-Judgment calls (tests/test_scanner.py holds an example of each):
+Judgment calls (tests/test_scanner.py and tests/test_secret_rules.py hold an example of each):
+
+- Placeholders pass, whichever rule finds them: a value holding `example`, `placeholder`,
+  `redacted`, `changeme`, `dummy`, `your_`/`your-`/`<your`, `xxxxx`, `***`, `...`, `${`, `$(`,
+  `{{`, `%s`, `abcdefgh`, `123456789` or `987654321`, or mostly one character repeated (8 or
+  more, a third of the value: `AKIAXXXXXXXXXXXXXXXX`, `aaaa…aaend`). So AWS's documentation key
+  `AKIAIOSFODNN7EXAMPLE`, Stripe test keys written as `sk_test_example…`, `ghp_xxxx…` and
+  gitleaks' allowlisted documentation keys (Google's published sample API keys, kept as
+  digests) pass; a Stripe test key with a random body is refused (it authenticates, to test
+  data). Private key blocks are judged by their own rule (a key's body holds `AAAAAAAA`).
+- A password told in prose is refused: a secret word (password, passphrase, passcode, pwd,
+  secret, api key, access token), then "is", "was" or "is:", then a value with two or more
+  character classes ("my bank password is hunter2!"); "the password is strong", "my password
+  was reset" and digits alone ("the pin is 1234") pass.
+- The rule sets' rules are taken as published, with four changes a memory needs: a token may
+  end a sentence (gitleaks' token terminator also takes `.`, `,`, `!`, `?`, `:` and closing
+  brackets before whitespace); a pattern anchored as a whole line is anchored at word
+  boundaries; gitleaks' prefix rules take a token only when it is not part of a longer word
+  (`GR1348941` and 20 characters inside a 60-character word is not a runner token); and
+  four patterns are rewritten so Python's backtracking engine stays linear (curl's options
+  within 500 characters a line, Gradle's and PHPMailer's skipped comment lines, detect-secrets'
+  npm and OpenAI prefixes). Identifiers are left out (client ids, bucket names, account ids,
+  public keys, user names), and so are gitleaks' `generic-api-key` and both rule sets' PEM
+  rules, which the hand rules cover with the judgment above.
+- The user info of a `postgres://` or `mongodb://` URL is judged as `url-credentials` judges
+  any URL's: `user:password@` and `user:secret@` are placeholders.
 
 - Ordinary notes pass: "the password policy requires 12 characters", "rotate the AWS keys
   monthly", "token bucket rate limiter", "ignore the previous build output". A
@@ -57,19 +94,23 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
+import hashlib
 import json
+import math
+import os
 import re
 from typing import Iterator
 
-from soulgraph.memory.scanner.matching import (ALNUM, LETTERS, SCHEME_TAIL, SECRET, TRAILING, WORD, Lower, Rule, Words, classes,
-                                               free_left, token, valued)
+from soulgraph.memory.scanner.matching import (ALNUM, LETTERS, SCHEME_TAIL, SECRET, TRAILING, WORD, Finding, Lower, Rule,
+                                               Words, classes, free_left, token, valued)
 
 # gitleaks' allowlist say the same): placeholders, references, paths, templates.
 _PLACEHOLDER_WORDS = ("your", "example", "placeholder", "redacted", "changeme", "change_me",
                       "change-me", "dummy", "sample", "replace", "xxx", "***", "...", "…",
                       "<", ">", "todo", "insert", "notreal", "not_real", "not-real")
 _REFERENCE_START = ("<", "{", "$", "%", "[", "!vault", "#", "/", "~/", "./", "../", "@",
-                    "(", "env:", "vault:", "op://", "file:", "http://", "https://")
+                    "(", "env:", "vault:", "op://", "file:", "http://", "https://", "arn:")
 _FILLER = frozenset("*xX.-_#•·")
 _NUMBERISH = re.compile(r"\d+(?:[.,]\d+)*[A-Za-z%]{0,3}|v?\d+(?:[.:/-]\d+)+[A-Za-z]{0,2}")
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
@@ -156,6 +197,13 @@ def _find_private_keys(text: str, low: str | None) -> Iterator[tuple[int, int]]:
         yield m.start(), (nl if nl >= 0 else len(text))
 
 
+def _slack_tail(m: re.Match[str]) -> bool:
+    """The token's last part is random: 8 or more characters, letters and digits both
+    (`xoxp-1-initial`, `xoxe.xoxp-1-RANDOMSTRINGHERE` and a digits-only tail are not)."""
+    tail = m.group().rsplit("-", 1)[-1]
+    return len(tail) >= 8 and any(c.isdigit() for c in tail) and any(c.isalpha() for c in tail)
+
+
 def _not_example(m: re.Match[str]) -> bool:
     return not m.group().endswith("EXAMPLE")
 
@@ -232,6 +280,8 @@ _ASSIGNMENT = Lower(
 _KEY_PREFIX = Lower(r"(?:api|app|auth|access|client|private|priv|service|account|db|database"
                      r"|master|signing|encryption|license)[_-]?\Z")
 _KEY_PREFIX_REACH = 11  # len("encryption_")
+_PUBLIC = Lower(r"(?:public|publishable)[_.-]?\Z")
+_PUBLIC_REACH = 12  # len("publishable_")
 
 
 def _find_assignments(text: str, low: str | None) -> Iterator[tuple[int, int]]:
@@ -251,6 +301,8 @@ def _find_assignments(text: str, low: str | None) -> Iterator[tuple[int, int]]:
             name = prefix.start()
         if not _name_start(text, name):
             continue
+        if _PUBLIC.search(text, low, max(0, name - _PUBLIC_REACH), name):
+            continue  # `publicToken`, `publishable_key`: meant to be shipped
         quote = m.group("q")
         if quote and name and text[name - 1] == quote and quote not in m.group("c"):
             continue  # `password=`-style: that quote closes the name's own span
@@ -270,13 +322,44 @@ def _name_start(text: str, start: int) -> bool:
     return ("a" <= before <= "z" or before.isdigit()) and "A" <= first <= "Z"
 
 
+# A password told in prose: "my bank password is hunter2!", "the wifi password was Tr0ub4dor&3".
+# The value must look like a password, not a word: two or more character classes (letters
+# and digits or symbols), not a placeholder, a number or a version ("the password is strong",
+# "my password was reset", "the pin is 1234" pass).
+_PROSE = Lower(r"(?:pass(?:word|phrase|code)?|passwd|pwd|secret(?: key)?|api key|access token)"
+               r"[ \t]{1,3}(?:is|was)[ \t]{0,2}:?[ \t]{1,3}"
+               r"[\"'`\u201c\u2018]?(?P<v>[^\s\"'`\u201d\u2019]{4,100})")
+_PROSE_CORE = Words("pass", "pwd", "secret", "api key", "access token")
+
+
+def _prose_password(value: str) -> bool:
+    if is_placeholder(value) or _NUMBERISH.fullmatch(value) or _DOTTED_NAME.fullmatch(value):
+        return False
+    return classes(value) >= 2 and any(c.isalpha() for c in value)
+
+
+def _find_prose_passwords(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    done = -1
+    for at in _PROSE_CORE.positions(text, low):
+        if at < done or not free_left(text, at, LETTERS):
+            continue
+        m = _PROSE.match(text, low, at)
+        if m is None:
+            continue
+        done = m.end()
+        start = m.start("v")
+        value = text[start:m.end("v")].rstrip(TRAILING)
+        if value and _prose_password(value):
+            yield start, start + len(value)
+
+
 _AWS_SECRET = Lower(
     r"aws[a-z0-9_.-]{0,20}?(?:secret|key)[a-z0-9_.-]{0,20}[\]\"']{0,2}[ \t]{0,3}"
     r"(?::=|=>|=|:)[ \t]{0,3}[\"']?(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=])")
 
 _WORD_OR_DASH = WORD | {"-"}
 
-SECRET_RULES: list[Rule] = [
+_HAND_RULES: list[Rule] = [
     Rule("private-key-block", SECRET, "a private key block (PEM, OpenSSH, PGP or PuTTY)",
          "detect-secrets PrivateKeyDetector; gitleaks private-key",
          ("private key", "putty-user-key-file"), _find_private_keys),
@@ -299,12 +382,15 @@ SECRET_RULES: list[Rule] = [
     Rule("gitlab-token", SECRET, "a GitLab token",
          "detect-secrets GitLabTokenDetector; gitleaks gitlab-pat",
          ("gl",),
-         token(r"gl(?:pat|oas|dt|rt|cbt|ptt|ft|imt|agent|soat)-[A-Za-z0-9_-]{20,50}"
+         token(r"gl(?:(?:pat|dt|rt|ft|soat|ffct)-[A-Za-z0-9_-]{20}(?:[A-Za-z0-9_-]{7,280}"
+                r"\.[0-9a-z]{9})?|cbt-[0-9a-zA-Z]{1,5}_[A-Za-z0-9_-]{20}|ptt-[0-9a-f]{40}"
+                r"|imt-[A-Za-z0-9_-]{25}|agent-[A-Za-z0-9_-]{50}|oas-[A-Za-z0-9_-]{64})"
                 r"(?![A-Za-z0-9_-])", _WORD_OR_DASH)),
     Rule("slack-token", SECRET, "a Slack token",
          "detect-secrets SlackDetector; gitleaks slack-app-token", ("xox", "xapp"),
          token(r"xox[abposr]-(?:[0-9]{1,20}-){1,4}[A-Za-z0-9-]{6,200}"
-                r"|xapp-[0-9]-[A-Z0-9]{6,20}-[0-9]{6,20}-[A-Za-z0-9]{20,100}")),
+                r"|xapp-[0-9]-[A-Z0-9]{6,20}-[0-9]{6,20}-[A-Za-z0-9]{20,100}", ALNUM,
+                _slack_tail)),
     Rule("slack-webhook-url", SECRET, "a Slack incoming-webhook URL",
          "detect-secrets SlackDetector; gitleaks slack-webhook-url", ("hooks.slack",),
          token(r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/"
@@ -315,7 +401,8 @@ SECRET_RULES: list[Rule] = [
          token(r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{20,247}(?![A-Za-z0-9])", WORD)),
     Rule("anthropic-api-key", SECRET, "an Anthropic API key",
          "gitleaks anthropic-api-key, anthropic-admin-api-key", ("sk-",),
-         token(r"sk-ant-[A-Za-z0-9_-]{32,300}", _WORD_OR_DASH)),
+         token(r"sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{93}AA(?![A-Za-z0-9_-])",
+                _WORD_OR_DASH)),
     Rule("openai-api-key", SECRET, "an OpenAI API key",
          "detect-secrets OpenAIDetector; gitleaks openai-api-key", ("sk-",),
          token(r"sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,300}"
@@ -340,7 +427,7 @@ SECRET_RULES: list[Rule] = [
          "detect-secrets JwtTokenDetector; gitleaks jwt", ("eyj",),
          # the lookbehind after the literal stops a run of "eyJeyJ…" rescanning itself
          token(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,2000}\.eyJ[A-Za-z0-9_-]{8,8000}"
-                r"\.[A-Za-z0-9_-]{0,2000}", _WORD_OR_DASH, _jwt_valid)),
+                r"(?:\.[A-Za-z0-9_-]{0,2000})?", _WORD_OR_DASH, _jwt_valid)),
     Rule("url-credentials", SECRET, "a URL with a password in it (scheme://user:password@host)",
          "detect-secrets BasicAuthDetector", ("://",), _find_url_credentials),
     Rule("authorization-header", SECRET,
@@ -351,4 +438,409 @@ SECRET_RULES: list[Rule] = [
          "detect-secrets KeywordDetector; gitleaks generic-api-key and global allowlist",
          ("pass", "pwd", "secret", "key", "token", "credential", "contrase"),
          _find_assignments),
+    Rule("password-in-prose", SECRET, "a password told in a sentence (\"my password is …\")",
+         "the scanner's own rule (the rule sets find passwords in code and configuration)",
+         ("pass", "pwd", "secret", "api key", "access token"), _find_prose_passwords),
 ]
+
+
+
+def _without_placeholders(rule: Rule) -> Rule:
+    """The rule, its findings that are placeholders dropped (see `_placeholder_value`)."""
+    find = rule.find
+
+    def filtered(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+        for start, end in find(text, low):
+            if not _placeholder_value(text[start:end]):
+                yield start, end
+
+    return Rule(rule.id, rule.kind, rule.description, rule.source, rule.keywords, filtered)
+
+
+# A key block is judged by its own rule: a DER body holds runs such as AAAAAAAA.
+HAND_RULES: list[Rule] = [r if r.id == "private-key-block" else _without_placeholders(r)
+                          for r in _HAND_RULES]
+
+
+# -- data-driven rules: Nosey Parker's and gitleaks' rule sets --------------------------------------
+#
+# secret_rules/rules.json is built by scripts/build_secret_rules.py from the two rule sets (their
+# licences and the commits read are in secret_rules/NOTICE); it holds patterns already converted
+# to Python syntax. Patterns compile on first use, so importing the scanner stays cheap.
+
+_RULES_FILE = os.path.join(os.path.dirname(__file__), "secret_rules", "rules.json")
+_MAX_FINDINGS = 100  # per rule and text, as `scanner.MAX_FINDINGS_PER_RULE`
+_SOURCE_NAMES = {"noseyparker": "Nosey Parker", "gitleaks": "gitleaks", "detect-secrets": "detect-secrets"}
+
+# A value that stands for a secret rather than being one, whichever rule found it: the
+# documentation placeholders the rule sets' allowlists and stopwords name (…EXAMPLE keys,
+# "your_…", xxxx…, a sequence such as abcdefgh or 123456789, templates and substitutions), a
+# value that is mostly one character repeated (AKIAXXXXXXXXXXXXXXXX, aaaa…aaend), and the
+# rule sets' own documented example keys (gitleaks' allowlists), which are kept as digests.
+_PLACEHOLDER_VALUE = re.compile(
+    r"example|placeholder|redacted|changeme|change_me|replace_?me|dummy|your[_-]|<your"
+    r"|xxxxx|\*{3}|\.{3}|\$\{|\$\(|\{\{|%s|abcdefgh|123456789|987654321", re.IGNORECASE)
+_REPEAT = re.compile(r"(.)\1{7,}")
+
+
+def _placeholder_value(value: str) -> bool:
+    if _PLACEHOLDER_VALUE.search(value):
+        return True
+    m = _REPEAT.search(value)
+    if m and 10 * (m.end() - m.start()) >= 3 * len(value):
+        return True
+    if len(value) in _KNOWN_LENGTHS:
+        return hashlib.sha256(value.encode("utf-8")).hexdigest() in _KNOWN_VALUES
+    return False
+
+
+# Rule-set rules whose secret is the password of a URL's user info.
+_URL_PASSWORD_RULES = frozenset({"noseyparker:np.postgres.1", "noseyparker:np.mongodb.1",
+                                 "detect-secrets:BasicAuthDetector.1"})
+
+
+def _entropy(value: str) -> float:
+    n = len(value)
+    counts: dict[str, int] = {}
+    for c in value:
+        counts[c] = counts.get(c, 0) + 1
+    return -sum(k / n * math.log2(k / n) for k in counts.values())
+
+
+class _Spec:
+    """One data rule: its pattern (compiled on first use) and the checks on a candidate."""
+
+    __slots__ = ("body", "flags", "groups", "first_group", "whole_if_short", "url_password",
+                 "prefixes", "entropy", "allow", "stopwords", "_pattern", "_allow")
+
+    def __init__(self, raw: dict):
+        self.body = raw["pattern"]
+        self.flags = raw["flags"]
+        self.groups = tuple(raw["groups"])
+        self.first_group = raw["first_group"]
+        # detect-secrets' groups may name only a prefix (`(ghp|gho|…)_…`): a group that short
+        # is not the secret, the whole match is
+        self.whole_if_short = raw["source"] == "detect-secrets"
+        self.url_password = raw["id"] in _URL_PASSWORD_RULES
+        # literals every match starts with: where to try the pattern (a leading \b still holds,
+        # `match` at an offset sees the character before it)
+        self.prefixes = tuple(sorted({p.lower() for p in raw["prefixes"] if len(p) >= 2}))
+        self.entropy = raw["entropy"]
+        self.allow = tuple(raw["allow"])
+        self.stopwords = tuple(raw["stopwords"])
+        self._pattern: re.Pattern[str] | None = None
+        self._allow: tuple[re.Pattern[str], ...] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            flags = 0
+            for c in self.flags:
+                flags |= {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL,
+                          "x": re.VERBOSE}[c]
+            self._pattern = re.compile(self.body, flags)
+        return self._pattern
+
+    def matches(self, text: str, low: str | None) -> Iterator[re.Match[str]]:
+        pattern = self.pattern
+        if not self.prefixes or low is None:
+            yield from pattern.finditer(text)
+            return
+        starts: list[int] = []
+        for prefix in self.prefixes:
+            at = low.find(prefix)
+            while at >= 0:
+                starts.append(at)
+                at = low.find(prefix, at + 1)
+        if len(self.prefixes) > 1:
+            starts.sort()
+        done = -1
+        for at in starts:
+            if at < done:
+                continue
+            m = pattern.match(text, at)
+            if m:
+                done = max(m.end(), at + 1)
+                yield m
+
+    def span(self, m: re.Match[str]) -> tuple[int, int] | None:
+        if not self.groups:
+            return m.span()
+        for g in self.groups:
+            start, end = m.span(g)
+            if end > start and not (self.whole_if_short and end - start < 8):
+                return start, end
+            if not self.first_group:
+                return None
+        return m.span() if self.whole_if_short else None
+
+    def accept(self, value: str) -> bool:
+        if self.url_password and not _url_password(value):
+            return False  # user:password@ and user:secret@, as the url-credentials rule judges
+        if self.entropy and _entropy(value) < self.entropy:
+            return False
+        if self.allow:
+            if self._allow is None:
+                self._allow = tuple(re.compile(a) for a in self.allow)
+            if any(a.search(value) for a in self._allow):
+                return False
+        if self.stopwords:
+            low = value.lower()
+            if any(w in low for w in self.stopwords):
+                return False
+        return True
+
+
+def _data_finder(spec: _Spec, bounded: bool):
+    def find(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+        for m in spec.matches(text, low):
+            span = spec.span(m)
+            if span is None:
+                continue
+            start, end = span
+            # a token inside a longer one is not that token: gitleaks' prefix rules have no
+            # right boundary (`GR1348941` and 20 characters also match a 60-character word)
+            if bounded and ((start and text[start].isalnum() and text[start - 1].isalnum()) or (
+                    end < len(text) and text[end - 1].isalnum() and text[end].isalnum())):
+                continue
+            value = text[start:end]
+            if spec.accept(value) and not _placeholder_value(value):
+                yield span
+
+    return find
+
+
+def _load_data_rules() -> tuple[list[Rule], list[dict], frozenset[str], frozenset[int]]:
+    with open(_RULES_FILE, encoding="utf-8") as f:
+        data = json.load(f)
+    rules: list[Rule] = []
+    gates: list[dict] = []
+    known = frozenset(data.get("known_values_sha256", ()))
+    lengths = frozenset(data.get("known_value_lengths", ()))
+    for raw in data["rules"]:
+        source = _SOURCE_NAMES[raw["source"]]
+        upstream = raw["id"].split(":", 1)[1]
+        rule = Rule(raw["id"], SECRET, f"{raw['name']} ({source} rule {upstream})",
+                    f"{source} {upstream}", tuple(raw["keywords"]),
+                    _data_finder(_Spec(raw), raw["source"] == "gitleaks"))
+        rules.append(rule)
+        gates.append({"mixed": raw["mixed"], "min_secret": raw["min_secret"],
+                      "chars": raw["gate_chars"], "chars2": raw["gate_chars2"],
+                      "digit": raw["needs_digit"], "case": raw["keywords_case"],
+                      "and": tuple(("\0" + k) if raw["keywords2_case"] else k
+                                   for k in raw["keywords2"])})
+    return rules, gates, known, lengths
+
+
+DATA_RULES, _DATA_GATES, _KNOWN_VALUES, _KNOWN_LENGTHS = _load_data_rules()
+SECRET_RULES: list[Rule] = HAND_RULES + DATA_RULES
+"""Every secret rule in priority order: the hand-written rules above, then the rule sets'.
+A finding overlapping an earlier rule's is dropped, so a hand rule's span and id win."""
+
+# -- running them: a few cheap tests decide which rules can match at all ----------------------------
+#
+# A keyword test (`"twitter" in text`) scans the whole text; hundreds of them would cost far more
+# than the rules that run. So a rule is first gated by a test that is cheaper still, and shared:
+# - "mixed" rules (their secret is 12+ characters from a class of letters and digits, with no
+#   whitespace) need a whitespace-free run at least that long with a letter next to a digit; a
+#   regex that skips from digit to digit finds those runs, and ordinary prose has none;
+# - the others need one character of a small set (`_` for `react_app_…`, `<` for `<add key=`):
+#   a single-character test (a memchr) each, shared by every rule that names that character.
+# Only then are the rule's keywords tested, each keyword once per text, its rarest character
+# first. Which rules run changes nothing in what they find: each gate is implied by the rule.
+
+_MIXED_AT = re.compile(r"[0-9](?:(?<=[A-Za-z][0-9])|(?=[A-Za-z]))")
+_DIGITS = "0123456789"
+
+
+_MIXED_LOOKS = 64  # runs looked at before taking every mixed rule as possible
+
+
+def _mixed_run(text: str) -> int:
+    """The length of the longest whitespace-free run of `text` that holds a letter next to a
+    digit (0 if there is none). A text with more such runs than `_MIXED_LOOKS` (code, hostile
+    input) gets every mixed rule: a bound on this test's work, not on what is found."""
+    best, pos, n = 0, 0, len(text)
+    for _ in range(_MIXED_LOOKS):
+        if pos >= n:
+            return best
+        m = _MIXED_AT.search(text, pos)
+        if m is None:
+            return best
+        at = m.start()
+        start = max(text.rfind(" ", 0, at), text.rfind("\n", 0, at), text.rfind("\t", 0, at)) + 1
+        end = n
+        for ws in " \n\t":
+            e = text.find(ws, at)
+            if 0 <= e < end:
+                end = e
+        best = max(best, end - start)
+        pos = end + 1
+    return n
+
+
+# How likely a character is to occur somewhere in an ordinary 300-character English note
+# (lower-cased): a rough guess (the table scripts/build_secret_rules.py uses to pick a data rule's
+# gate), used here to test a keyword's rarest character before the keyword itself.
+_PRESENCE = dict.fromkeys("etaoinshrdlucmwfgypb .,", 1.0)
+_PRESENCE.update({"v": 0.95, "k": 0.9, "x": 0.4, "j": 0.4, "q": 0.3, "z": 0.2, "'": 0.6,
+                  "-": 0.3, ":": 0.3, "!": 0.3, "?": 0.3, "\"": 0.1, "(": 0.1, ")": 0.1})
+_PRESENCE.update(dict.fromkeys(_DIGITS, 0.3))
+
+# Gates of the hand-written rules (the data rules carry theirs, worked out from their patterns
+# by scripts/build_secret_rules.py): each is implied by the rule's pattern, as above ("digit":
+# the secret holds a digit; for OpenAI's and Anthropic's keys, whose pattern does not require
+# one, every key issued does: "T3BlbkFJ", "api03"). AWS key ids have no keywords: their own
+# literal-first pattern is cheaper than testing five prefixes.
+_HAND_GATES: dict[str, dict] = {
+    "private-key-block": {"chars": "-"},
+    "github-token": {"chars": "_"},
+    "github-fine-grained-pat": {"chars": "_"},
+    "stripe-key": {"chars": "_"},
+    "huggingface-token": {"chars": "_"},
+    "npm-token": {"chars": "_"},
+    "slack-webhook-url": {"chars": "/"},
+    "google-api-key": {"chars": "z"},
+    "jwt": {"chars": "j"},
+    "aws-secret-access-key": {"mixed": 40},
+    "gitlab-token": {"chars": "-"},
+    "slack-token": {"chars": "-", "chars2": "x", "digit": True},
+    "anthropic-api-key": {"chars": "-", "digit": True},
+    "openai-api-key": {"chars": "-", "digit": True},
+    "pypi-token": {"chars": "-", "digit": True},
+    "sendgrid-api-key": {"mixed": 69},
+    "twilio-api-key": {"mixed": 34},
+    "url-credentials": {"chars": "@", "chars2": "/"},
+    "credential-assignment": {"chars": ":=!"},
+}
+_NO_KEYWORDS = {"aws-access-key-id"}
+
+
+def _plan():
+    rules = SECRET_RULES
+    gates = [_HAND_GATES.get(r.id, {}) for r in HAND_RULES] + [
+        {"mixed": g["min_secret"]} if g["mixed"] else g for g in _DATA_GATES]
+    first = second = 0  # rules whose first (second) gate is empty
+    by_char: dict[str, list[int]] = {}
+    mixed: dict[int, int] = {}
+    digit = 0
+    for i, g in enumerate(gates):
+        bit = 1 << i
+        if g.get("mixed"):
+            mixed[g["mixed"]] = mixed.get(g["mixed"], 0) | bit
+            second |= bit
+            continue
+        if g.get("digit"):
+            digit |= bit
+        for n, key in ((0, "chars"), (1, "chars2")):
+            chars = g.get(key, "")
+            if not chars:
+                if n == 0:
+                    first |= bit
+                else:
+                    second |= bit
+            for c in chars:
+                by_char.setdefault(c, [0, 0])[n] |= bit
+    mixed_steps, acc = [], 0
+    for need in sorted(mixed):
+        acc |= mixed[need]
+        mixed_steps.append((need, acc))
+    keywords = tuple(() if r.id in _NO_KEYWORDS else r.keywords for r in rules)
+    cased = tuple(False for _ in HAND_RULES) + tuple(g["case"] for g in _DATA_GATES)
+    families: dict[str, int] = {}
+    for i, kws in enumerate(keywords):
+        if i < len(HAND_RULES) or not kws:
+            continue
+        for f in _FAMILIES:
+            if not cased[i] and all(f in kw for kw in kws):
+                families[f] = families.get(f, 0) | (1 << i)
+                break
+    # a case-sensitive keyword is looked up in the text itself, under a key of its own
+    keywords = tuple(tuple("\0" + kw for kw in kws) if c else kws
+                     for kws, c in zip(keywords, cased))
+    also = tuple(() for _ in HAND_RULES) + tuple(g["and"] for g in _DATA_GATES)
+    every = sorted({kw for kws in keywords + also for kw in kws}, key=len)
+    rarest = {kw: min(kw.lstrip("\0"), key=lambda c: _PRESENCE.get(c, 0.02)) for kw in every}
+    inside = {kw: () if kw[0] == "\0" else tuple(k for k in every if len(k) < len(kw) and k in kw)
+              for kw in every}
+    return (first, second, digit, tuple((c, a, b) for c, (a, b) in sorted(by_char.items())),
+            tuple(reversed(mixed_steps)), tuple(zip(keywords, also)), rarest, inside,
+            tuple(families.items()))
+
+
+# Keywords of the hand rules that many data rules' keywords contain ("password", "db_passw",
+# "secret:"): tested once, they rule out all those rules together.
+_FAMILIES = ("pass", "secret", "pwd", "token", "key")
+(_FIRST, _SECOND, _NEEDS_DIGIT, _BY_CHAR, _MIXED_STEPS, _KEYWORDS, _RAREST, _INSIDE,
+ _FAMILY_MASKS) = _plan()
+
+
+
+def find_secrets(text: str, low: str | None, folded: str) -> list[Finding]:
+    """Every secret rule on one text (`low`/`folded` as `scan` makes them), in priority order;
+    a finding overlapping an earlier one is dropped. The same as running `SECRET_RULES` one by
+    one (as `scanner._run` does), with most rules skipped by the gates above."""
+    first, second = _FIRST, _SECOND
+    for c, a, b in _BY_CHAR:
+        if c in folded:
+            first |= a
+            second |= b
+    chosen = first & second
+    for d in _DIGITS:
+        if d in folded:
+            longest = _mixed_run(text)
+            for need, bits in _MIXED_STEPS:
+                if need <= longest:
+                    chosen |= bits
+                    break
+            break
+    else:
+        chosen &= ~_NEEDS_DIGIT
+
+    seen: dict[str, bool] = {}
+    for family, bits in _FAMILY_MASKS:
+        if chosen & bits:
+            hit = seen[family] = family in folded
+            if not hit:
+                chosen &= ~bits
+    kept: list[Finding] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    rules, keywords, rarest, inside = SECRET_RULES, _KEYWORDS, _RAREST, _INSIDE
+    while chosen:
+        bit = chosen & -chosen
+        chosen ^= bit
+        i = bit.bit_length() - 1
+        skip = False
+        for kws in keywords[i]:  # any of its keywords, and any of its second set
+            if not kws:
+                continue
+            for kw in kws:
+                hit = seen.get(kw)
+                if hit is None:
+                    c = rarest[kw]
+                    if kw[0] == "\0":
+                        hit = seen[kw] = c in text and kw[1:] in text
+                    else:
+                        hit = seen[kw] = (not any(seen.get(k) is False for k in inside[kw])
+                                          and (c is kw or c in folded) and kw in folded)
+                if hit:
+                    break
+            else:
+                skip = True
+                break
+        if skip:
+            continue
+        rule = rules[i]
+        count = 0
+        for start, end in rule.find(text, low):
+            j = bisect.bisect_left(starts, end)
+            if end <= start or (j and ends[j - 1] > start):
+                continue
+            starts.insert(j, start)
+            ends.insert(j, end)
+            kept.append(Finding(rule.kind, rule.id, rule.description, start, end))
+            count += 1
+            if count == _MAX_FINDINGS:
+                break
+    return kept
