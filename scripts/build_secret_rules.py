@@ -72,6 +72,14 @@ NP_IDENTIFIERS = {
 NP_SKIP = {
     "np.pem.1": "covered by the scanner's own private-key-block rule",
 }
+DS_SKIP = {
+    "IbmCloudIamDetector.1": "its provider name is optional: any `key = <44 characters>`, an "
+                             "assignment the scanner's credential-assignment rule judges",
+    "SoftlayerDetector.1": "its provider name is optional (as IbmCloudIamDetector.1's)",
+    "CloudantDetector.1": "its provider name may be `cl` alone (`cl_key = …`): an assignment "
+                          "the scanner's credential-assignment rule judges; the URL forms are kept",
+    "CloudantDetector.2": "as CloudantDetector.1",
+}
 # detect-secrets plugins whose patterns are taken (the others: KeywordDetector and the entropy
 # detectors have none; IPPublicDetector finds no secret; PrivateKeyDetector fires on a header
 # alone and BasicAuthDetector on `user:password@` placeholders, both judged by the scanner's own
@@ -370,6 +378,65 @@ def _branch_prefixes(av, icase: bool) -> list[str] | None:
     return out
 
 
+def _element_literals(op, av, icase: bool) -> tuple[list[str], bool] | None:
+    """The literal strings one element starts with (a literal run handled by the caller), and
+    whether they are case-sensitive."""
+    if op is SUBPATTERN:
+        sub_icase = (icase or bool(av[1] & re.IGNORECASE)) and not (av[2] & re.IGNORECASE)
+        p = _prefixes(list(av[3]), sub_icase)
+        return (p, not sub_icase) if p else None
+    if op is BRANCH:
+        heads = _branch_prefixes(av, icase)
+        return (heads, not icase) if heads else None
+    return None
+
+
+def _pivot(tree, icase: bool) -> dict | None:
+    """A literal every match holds at a bounded distance from its start: where to try the
+    pattern (at each occurrence, each start from `lo` to `hi` characters before it). The
+    literal run or branch of literals nearest the start, of 2 or more characters, with
+    `hi - lo` at most 8 (24 for a literal of 3 or more)."""
+    state = tree.state
+    lo = hi = 0
+    seq = list(tree)
+    i = 0
+    while i < len(seq):
+        op, av = seq[i]
+        if op is LITERAL:
+            run = ""
+            j = i
+            while j < len(seq) and seq[j][0] is LITERAL:
+                run += chr(seq[j][1])
+                j += 1
+            if len(run) >= (2 if hi - lo <= 8 else 3):
+                return {"literals": [run.lower() if icase else run], "lo": lo, "hi": hi,
+                        "case": not icase}
+            width = sre_parse.SubPattern(state, seq[i:j]).getwidth()
+        elif op is SUBPATTERN and not _element_literals(op, av, icase):
+            sub_icase = (icase or bool(av[1] & re.IGNORECASE)) and not (av[2] & re.IGNORECASE)
+            inner = _pivot(sre_parse.SubPattern(state, list(av[3])), sub_icase)
+            if inner:
+                inner["lo"] += lo
+                inner["hi"] += hi
+                return inner
+            width = sre_parse.SubPattern(state, [seq[i]]).getwidth()
+            j = i + 1
+        else:
+            found = _element_literals(op, av, icase)
+            if found and min(map(len, found[0])) >= (2 if hi - lo <= 8 else 3):
+                lits, case = found
+                return {"literals": sorted({x if case else x.lower() for x in lits}), "lo": lo,
+                        "hi": hi, "case": case}
+            width = sre_parse.SubPattern(state, [seq[i]]).getwidth()
+            j = i + 1
+        lo += width[0]
+        hi += width[1]
+        if hi - lo > 24 or hi > 4096:
+            return None
+        i = j
+    return None
+
+
 def _find_group(seq, gid):
     for op, av in seq:
         if op is SUBPATTERN:
@@ -550,6 +617,7 @@ def analyse(body: str, flags: str, groups: list[int]) -> dict:
     rest = [c for c in cands if c != best and not set(c) & set(best or [])]
     second = _best(rest) if best else None
     prefixes = _prefixes(list(tree), icase)
+    pivot = _pivot(tree, icase)
     widths, spaces, mixed = [], False, True
     for g in groups or [0]:
         sub = list(tree) if g == 0 else _find_group(list(tree), g)
@@ -563,7 +631,7 @@ def analyse(body: str, flags: str, groups: list[int]) -> dict:
     gate = req[0] if req else frozenset()
     gate2 = req[1] if len(req) > 1 else frozenset()
     lo, hi = tree.getwidth()
-    return {"literals": best or [], "literals2": second or [],
+    return {"literals": best or [], "literals2": second or [], "pivot": pivot,
             "prefixes": sorted(set(prefixes)) if prefixes else [],
             "min_secret": min(widths), "secret_spaces": spaces,
             "mixed": mixed and not spaces and min(widths) >= 12,
@@ -633,7 +701,7 @@ def build(np_dir: str, gl_file: str, sources: dict, ds: bool = False) -> dict:
             # a second set of literals a match also holds (curl's `-H` as well as `curl`)
             "keywords2": sorted({k if case2 else k.lower() for k in info["literals2"]})
             if len(min(info["literals2"], key=len, default="")) >= 2 else [],
-            "keywords2_case": case2, "prefixes": info["prefixes"],
+            "keywords2_case": case2, "prefixes": info["prefixes"], "pivot": info["pivot"],
             "min_secret": info["min_secret"], "secret_spaces": info["secret_spaces"],
             "mixed": info["mixed"], "gate_chars": info["gate_chars"],
             "gate_chars2": info["gate_chars2"], "needs_digit": info["needs_digit"],
@@ -690,6 +758,10 @@ def build(np_dir: str, gl_file: str, sources: dict, ds: bool = False) -> dict:
         for name in DS_PLUGINS:
             cls = plugins[name]
             for n, regex in enumerate(cls.denylist, 1):
+                if f"{name}.{n}" in DS_SKIP:
+                    skipped.append({"id": f"detect-secrets:{name}.{n}",
+                                    "reason": DS_SKIP[f"{name}.{n}"]})
+                    continue
                 flags = "".join(c for c, f in (("i", re.IGNORECASE), ("m", re.MULTILINE),
                                                ("s", re.DOTALL), ("x", re.VERBOSE))
                                 if regex.flags & f)

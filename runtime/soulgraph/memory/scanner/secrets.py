@@ -511,7 +511,7 @@ class _Spec:
     """One data rule: its pattern (compiled on first use) and the checks on a candidate."""
 
     __slots__ = ("body", "flags", "groups", "first_group", "whole_if_short", "url_password",
-                 "prefixes", "entropy", "allow", "stopwords", "_pattern", "_allow")
+                 "pivot", "entropy", "allow", "stopwords", "_pattern", "_allow")
 
     def __init__(self, raw: dict):
         self.body = raw["pattern"]
@@ -522,9 +522,12 @@ class _Spec:
         # is not the secret, the whole match is
         self.whole_if_short = raw["source"] == "detect-secrets"
         self.url_password = raw["id"] in _URL_PASSWORD_RULES
-        # literals every match starts with: where to try the pattern (a leading \b still holds,
-        # `match` at an offset sees the character before it)
-        self.prefixes = tuple(sorted({p.lower() for p in raw["prefixes"] if len(p) >= 2}))
+        # a literal every match holds `lo` to `hi` characters after its start: the pattern is
+        # tried only there (a leading \b or lookbehind still holds: `match` at an offset
+        # sees the characters before it)
+        pivot = raw.get("pivot")
+        self.pivot = None if not pivot else (tuple(pivot["literals"]), pivot["lo"], pivot["hi"],
+                                             pivot["case"])
         self.entropy = raw["entropy"]
         self.allow = tuple(raw["allow"])
         self.stopwords = tuple(raw["stopwords"])
@@ -543,25 +546,29 @@ class _Spec:
 
     def matches(self, text: str, low: str | None) -> Iterator[re.Match[str]]:
         pattern = self.pattern
-        if not self.prefixes or low is None:
+        if self.pivot is None or (low is None and not self.pivot[3]):
             yield from pattern.finditer(text)
             return
-        starts: list[int] = []
-        for prefix in self.prefixes:
-            at = low.find(prefix)
+        literals, lo, hi, case = self.pivot
+        hay = text if case else low
+        found: list[int] = []
+        for literal in literals:
+            at = hay.find(literal)
             while at >= 0:
-                starts.append(at)
-                at = low.find(prefix, at + 1)
-        if len(self.prefixes) > 1:
-            starts.sort()
-        done = -1
-        for at in starts:
-            if at < done:
-                continue
-            m = pattern.match(text, at)
-            if m:
-                done = max(m.end(), at + 1)
-                yield m
+                found.append(at)
+                at = hay.find(literal, at + 1)
+        if len(literals) > 1:
+            found.sort()
+        done = 0  # starts below this were tried already, or lie inside a match
+        for at in found:
+            for start in range(max(done, at - hi), at - lo + 1):
+                m = pattern.match(text, start)
+                if m:
+                    done = max(m.end(), start + 1)
+                    yield m
+                    break
+            else:
+                done = max(done, at - lo + 1)
 
     def span(self, m: re.Match[str]) -> tuple[int, int] | None:
         if not self.groups:
@@ -764,7 +771,8 @@ def _plan():
     inside = {kw: () if kw[0] == "\0" else tuple(k for k in every if len(k) < len(kw) and k in kw)
               for kw in every}
     return (first, second, digit, tuple((c, a, b) for c, (a, b) in sorted(by_char.items())),
-            tuple(reversed(mixed_steps)), tuple(zip(keywords, also)), rarest, inside,
+            tuple(reversed(mixed_steps)),
+            tuple(tuple(k for k in pair if k) for pair in zip(keywords, also)), rarest, inside,
             tuple(families.items()))
 
 
@@ -813,17 +821,22 @@ def find_secrets(text: str, low: str | None, folded: str) -> list[Finding]:
         i = bit.bit_length() - 1
         skip = False
         for kws in keywords[i]:  # any of its keywords, and any of its second set
-            if not kws:
-                continue
             for kw in kws:
                 hit = seen.get(kw)
                 if hit is None:
                     c = rarest[kw]
                     if kw[0] == "\0":
-                        hit = seen[kw] = c in text and kw[1:] in text
+                        hit = c in text and kw[1:] in text
+                    elif c in folded:
+                        hit = True
+                        for k in inside[kw]:  # a shorter keyword in it known absent
+                            if seen.get(k) is False:
+                                hit = False
+                                break
+                        hit = hit and kw in folded
                     else:
-                        hit = seen[kw] = (not any(seen.get(k) is False for k in inside[kw])
-                                          and (c is kw or c in folded) and kw in folded)
+                        hit = False
+                    seen[kw] = hit
                 if hit:
                     break
             else:
