@@ -107,12 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         print(row(f"**false positives: {name}** (goal ≤ 0.005)", len(found), len(texts)))
 
     if args.cross_validate:
-        cross_validated(injections, turns)
+        cross_validated(args.data)
     cost(turns, args.repeat)
     return 0
 
 
-def cross_validated(injections: list[dict], turns: list[str]) -> None:
+def cross_validated(data: Path) -> None:
     """Rules as shipped, the detector k-fold: an injection counts when the rules flag it or a
     detector trained without it does (at the threshold the training script picks)."""
     import numpy as np
@@ -121,12 +121,8 @@ def cross_validated(injections: list[dict], turns: list[str]) -> None:
     from soulgraph.memory.scanner import classifier
     from soulgraph.memory.scanner.normalise import fold
 
-    positives = [r["text"] for r in injections]
-    negatives = ([r["text"] for r in read_jsonl(training.ROOT.parent / "shared" / "data" / "poison"
-                                                / "benign_tricky-dev.jsonl")]
-                 + training.chatterbot_lines() + training.benign_chat.sentences())
-    texts = positives + negatives
-    y = np.array([1.0] * len(positives) + [0.0] * len(negatives))
+    records, texts, y, _groups, turns = training.training_set(data)
+    positives = [r["text"] for r in records]
     rng = random.Random(20261202)
     folds = 5
     fold_of = [rng.randrange(folds) for _ in texts]
@@ -142,7 +138,7 @@ def cross_validated(injections: list[dict], turns: list[str]) -> None:
         out[test] = training.scores(r, c, v, len(test), w, b)
         r, c, v = features.rows(turns, grow=False)
         turn_scores[k] = training.scores(r, c, v, len(turns), w, b)
-    threshold = float(np.quantile(turn_scores.mean(axis=0), 0.9975))
+    threshold = training.pick_threshold(turn_scores.mean(axis=0), turns, 0.0025)
     hits = 0
     for text, score in zip(positives, out[:len(positives)]):
         ruled = any(f.rule != DETECTOR.id for f in scan(text).injections)

@@ -120,6 +120,9 @@ def consolidate(graph: SoulGraph, session_id: str, messages: list[dict[str, Any]
         turns = session_turns(graph, session_id, scope)
         anchor = turns[-1].id if turns else session_node(graph, session_id, "", "", scope).id
         for text in texts:
+            if guard.scan(text).injections:  # a message that reads like injection: none of its sentences is kept
+                result.flagged += sum(1 for sentence in sentences(text) if match(sentence) is not None)
+                continue
             for sentence in sentences(text):
                 _promote(graph, sentence, anchor, f"{session_id}#compressed", session_id, result, scope)
     return result

@@ -30,6 +30,7 @@ class Block:
     content: str
     line: int  # 1-based line where it starts
     parent: int | None  # index of the enclosing block in the list, if any
+    group: int = 0  # the stretch of the file it is in: a § separator, a heading, a rule or a list item starts the next
 
 
 def parse_blocks(text: str) -> list[Block]:
@@ -42,8 +43,10 @@ def parse_blocks(text: str) -> list[Block]:
     def section() -> int | None:
         return headings[-1][1] if headings else None
 
+    group = 0
+
     def start(kind: str, content: str, line: int, parent: int | None) -> int:
-        blocks.append(Block(kind, content, line, parent))
+        blocks.append(Block(kind, content, line, parent, group))
         return len(blocks) - 1
 
     for number, line in enumerate(text.splitlines(), start=1):
@@ -62,6 +65,7 @@ def parse_blocks(text: str) -> list[Block]:
             in_fence = fence.group(1)
             continue
         if stripped == ENTRY_SEPARATOR:
+            group += 1
             headings.clear()
             bullets.clear()
             open_block = None
@@ -70,11 +74,13 @@ def parse_blocks(text: str) -> list[Block]:
             open_block = None  # a blank line ends a paragraph; bullets may go on
             continue
         if RULE.match(line):
+            group += 1
             open_block = None
             bullets.clear()
             continue
         heading = HEADING.match(line)
         if heading and heading.group(2):
+            group += 1
             level = len(heading.group(1))
             while headings and headings[-1][0] >= level:
                 headings.pop()
@@ -85,6 +91,7 @@ def parse_blocks(text: str) -> list[Block]:
             continue
         bullet = BULLET.match(line)
         if bullet:
+            group += 1  # a list item is an entry of its own
             indent = len(bullet.group(1).expandtabs(4))
             while bullets and bullets[-1][0] >= indent:
                 bullets.pop()
@@ -95,6 +102,8 @@ def parse_blocks(text: str) -> list[Block]:
         if open_block is not None:
             blocks[open_block].content += "\n" + stripped
             continue
+        if bullets:  # a paragraph after a list: a stretch of its own
+            group += 1
         bullets.clear()
         open_block = start("entry", stripped, number, section())
     return blocks

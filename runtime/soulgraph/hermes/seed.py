@@ -33,7 +33,7 @@ from typing import Any
 from soulgraph.engine.graph import Clock, CycleError, SoulGraph
 from soulgraph.hermes.home import HermesHomeError, read_text_leniently, resolve_home
 from soulgraph.hermes.markdown_entries import normalise, parse_blocks
-from soulgraph.memory import record
+from soulgraph.memory import guard, record
 from soulgraph.memory.guard import flagged_nodes
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError
@@ -109,6 +109,9 @@ def seed_graph(hermes_home: str | Path, clock: Clock = time.time, *,
 def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Source,
               text: str, warnings: list[str]) -> None:
     blocks = parse_blocks(text)
+    # An entry whose neighbours in the same stretch (§ entry, section) read like injection is
+    # flagged with them (memory/guard.py's CONTEXT): a jailbreak split into paragraphs.
+    context = guard.context_of([(b.group, b.content) for b in blocks if b.kind == "entry"])
     keys: list[tuple[str, ...]] = []
     ids: list[str | None] = []  # None: a block the scanner refused
     for block in blocks:
@@ -130,7 +133,9 @@ def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Sour
                 written = remember(graph, content, tags, writer="seed", pinned=pin,
                                    source=f"seed:{source.relpath}:{block.line}", where=f"{source.relpath}:{block.line}",
                                    metadata={"kind": block.kind, "source": source.relpath, "line": block.line,
-                                             "sources": [where], "seeded_from": "hermes"})
+                                             "sources": [where], "seeded_from": "hermes",
+                                             **({guard.CONTEXT: {"rules": context[block.group]}}
+                                                if block.kind == "entry" and block.group in context else {})})
             except RefusedMemory as exc:
                 warnings.append(f"{exc}; this entry was not seeded")
                 ids.append(None)

@@ -41,8 +41,12 @@ from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
 from soulgraph.memory import record
 
 FLAGGED = record.FLAGGED
-# Metadata keys the guard itself writes: not writer text, never scanned.
-BOOKKEEPING = frozenset({FLAGGED})
+# A memory stored beside flagged text of the same entry (another paragraph of one § entry or
+# section of a seeded or imported file) carries that text's rules here, and the guard flags it
+# for them as for its own: a jailbreak split into paragraphs is not let in a paragraph at a time.
+CONTEXT = "flagged_context"
+# Metadata keys the guard itself writes or reads as its own: not writer text, never scanned.
+BOOKKEEPING = frozenset({FLAGGED, CONTEXT})
 # Node fields whose change (`SoulGraph.update`) means a rescan: every field that holds text.
 STRING_FIELDS = frozenset(f.name for f in dataclasses.fields(Node)
                           if f.name not in ("id", "status", "privacy")
@@ -136,6 +140,26 @@ def inspect(fields: Iterator[tuple[str, str]], where: str) -> dict[str, tuple[st
     return flagged
 
 
+def _with_context(node: Node, found: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """`found`, plus the rules of the flagged text the node was written beside (CONTEXT)."""
+    context = node.metadata.get(CONTEXT) if node.metadata else None
+    rules = context.get("rules") if isinstance(context, dict) else None
+    if rules and isinstance(rules, list):
+        found = {**found, "context": tuple(sorted(str(rule) for rule in rules))}
+    return found
+
+
+def context_of(texts: list[tuple[int, str]]) -> dict[int, list[str]]:
+    """For entries given as (group, text), the injection rules each group's texts hold
+    together: a group with any flagged text taints every entry in it."""
+    rules: dict[int, set[str]] = {}
+    for group, text in texts:
+        found = scan(text).injections
+        if found:
+            rules.setdefault(group, set()).update(f.rule for f in found)
+    return {group: sorted(found) for group, found in rules.items()}
+
+
 def _released(graph: SoulGraph, node: Node) -> bool:
     """An operator released this very text as a false alarm (memory/flagged.py): not flagged again."""
     from soulgraph.memory import flagged  # here: it is the read side's module, not needed to vet a write
@@ -180,7 +204,7 @@ class WriteGuard:
         """A node about to enter the graph or the branch, or a node's next state: refuse it
         (raise, before anything is marked) or mark it (flag, unflag, pin dropped)."""
         where = self._where or _where(node.writer, "write")
-        found = inspect(node_strings(node), where)
+        found = _with_context(node, inspect(node_strings(node), where))
         mark(node, {} if found and _released(graph, node) else found, where, self._note)
 
     def pin(self, graph: SoulGraph, node: Node) -> None:
@@ -239,7 +263,7 @@ def vet_graph(graph: SoulGraph, where: str = "save") -> list[str]:
     if written now (a secret refuses; injection flags). Returns the ids flagged."""
     flagged = []
     for node in [*graph.nodes.values(), *graph.branch.values()]:
-        found = inspect(node_strings(node), _where(node.writer, where))
+        found = _with_context(node, inspect(node_strings(node), _where(node.writer, where)))
         if found and _released(graph, node):
             found = {}
         was_pinned = node.pinned

@@ -393,6 +393,7 @@ class Entry:
     content: str
     pinned: bool
     tags: tuple[str, ...]
+    context: tuple[str, ...] = ()  # rules of flagged text in the same stretch of its file (guard.CONTEXT)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -406,12 +407,14 @@ def read_entries(root: Path, core: dict[str, str], memory_files: list[str]) -> l
     found: list[Entry] = []
     for path, pinned, tags in sources:
         blocks = [b for b in parse_blocks((root / path).read_text(encoding="utf-8")) if b.kind == "entry"]
+        context = guard.context_of([(b.group, b.content) for b in blocks])
         seen: set[str] = set()
         for number, block in enumerate(blocks, 1):
             if normalise(block.content) in seen:
                 continue
             seen.add(normalise(block.content))
-            found.append(Entry(path, number, block.content.strip(), pinned, (*tags, IMPORT_TAG)))
+            found.append(Entry(path, number, block.content.strip(), pinned, (*tags, IMPORT_TAG),
+                               tuple(context.get(block.group, ()))))
     return found
 
 
@@ -560,7 +563,8 @@ def _add(graph: SoulGraph, entry: Entry, report: Report) -> str | None:
                            source=f"import:{report.origin}@{report.commit}:{entry.path}",
                            where=f"{entry.path} #{entry.number}",
                            metadata={"import": {"origin": report.origin, "path": entry.path, "entry": entry.number,
-                                                "commit": report.commit}})
+                                                "commit": report.commit},
+                                     **({guard.CONTEXT: {"rules": list(entry.context)}} if entry.context else {})})
     except RefusedMemory as exc:  # validate() scanned every file; the origin, commit or a path can still hold one
         report.memories["refused"] += 1
         report.warnings.append(str(exc))

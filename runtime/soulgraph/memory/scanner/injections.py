@@ -124,7 +124,8 @@ _INSTRUCTION_CUE = Lower(
     r"|cannot)|your\s+(?:new\s+)?(?:task|role|job|goal|instructions|purpose)|from\s+now\s+on"
     r"|do\s+not\s+(?:tell|reveal|mention|disclose)|don't\s+(?:tell|reveal|mention)"
     r"|always\s+(?:respond|reply|answer|say)|never\s+(?:refuse|reveal|mention)|respond\s+only"
-    r"|new\s+(?:instructions|rules)|instructions?\s*:)")
+    r"|new\s+(?:instructions|rules)|instructions?\s*:|(?:the\s+)?(?:assistant|model|ai|bot)\s+(?:must|shall|will"
+    r"|should)\b|(?:priority|new|updated|override)\s+(?:directive|order|command)s?\b)")
 _CUE_REACH = 240
 # A role in brackets anywhere in a line ("[SYSTEM]", "<system mode>", "{{ADMIN OVERRIDE}}"):
 # the header of a fake turn when an instruction follows.
