@@ -123,7 +123,7 @@ def hostile(seed: int, size: int = 100_000) -> str:
     return "".join(out)[:size]
 
 
-def p50(fn, texts: list[str], reps: int = 3) -> float:
+def p50(fn, texts: list[str], reps: int = 7) -> float:
     best = []
     for t in texts:
         args = folded(t)

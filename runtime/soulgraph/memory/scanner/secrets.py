@@ -784,6 +784,11 @@ _FAMILIES = ("pass", "secret", "pwd", "token", "key")
 
 
 
+_LONG = 8192  # characters
+_WORDS = re.compile(r"[a-z0-9_]+")
+_WORDLIKE = frozenset(kw for kw in _RAREST if _WORDS.fullmatch(kw))
+
+
 def find_secrets(text: str, low: str | None, folded: str) -> list[Finding]:
     """Every secret rule on one text (`low`/`folded` as `scan` makes them), in priority order;
     a finding overlapping an earlier one is dropped. The same as running `SECRET_RULES` one by
@@ -806,9 +811,14 @@ def find_secrets(text: str, low: str | None, folded: str) -> list[Finding]:
         chosen &= ~_NEEDS_DIGIT
 
     seen: dict[str, bool] = {}
+    words = folded
+    if len(folded) > _LONG:
+        # a long text: word-character keywords are looked up among its distinct words only
+        # (hostile text repeats its pieces; hundreds of scans of all of it cost more)
+        words = "\0".join(set(_WORDS.findall(folded)))
     for family, bits in _FAMILY_MASKS:
         if chosen & bits:
-            hit = seen[family] = family in folded
+            hit = seen[family] = family in words
             if not hit:
                 chosen &= ~bits
     kept: list[Finding] = []
@@ -833,7 +843,7 @@ def find_secrets(text: str, low: str | None, folded: str) -> list[Finding]:
                             if seen.get(k) is False:
                                 hit = False
                                 break
-                        hit = hit and kw in folded
+                        hit = hit and kw in (words if kw in _WORDLIKE else folded)
                     else:
                         hit = False
                     seen[kw] = hit
