@@ -96,6 +96,8 @@ PASSWORD = "hunter" + "2" + body(4)
 API_HEX = body(32, HEX)
 TOKEN = body(12)
 UUID_TOKEN = "-".join(body(n, HEX) for n in (8, 4, 4, 4, 12))
+AZURE_PAT = body(52) + "JQ" + "QJ9" + body(19) + "AZ" + "DO" + body(4)
+KRB5_ASREP = ("$krb5" + "asrep$23$" + "svc@corp.internal:" + body(32, HEX) + "$" + body(200, HEX))
 
 # (expected rule, text, the exact span it must report)
 SECRETS = [
@@ -129,6 +131,8 @@ SECRETS = [
     ("pypi-token", f"upload with {PYPI}", PYPI),
     ("sendgrid-api-key", f"mail {SENDGRID}", SENDGRID),
     ("twilio-api-key", f"twilio {TWILIO}", TWILIO),
+    ("azure-devops-pat", f"the CI token was {AZURE_PAT}, keep it", AZURE_PAT),
+    ("kerberos-hash", f"roasted: {KRB5_ASREP}", KRB5_ASREP),
     ("jwt", f"session cookie {JWT}", JWT),
     ("jwt", f"Authorization: Bearer {JWT}", JWT),  # the provider rule wins over the header
     ("url-credentials", f"db is postgres://app:{URL_PASSWORD}@db.internal:5432/app", URL_PASSWORD),

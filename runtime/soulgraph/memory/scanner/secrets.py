@@ -36,6 +36,8 @@ default rule set (`config/gitleaks.toml`), "Nosey Parker" is Praetorian's
 | `pypi-token` | secret | detect-secrets PypiTokenDetector (`pypi-AgEIcHlwaS5vcmc`, `pypi-AgENdGVzdC5weXBpLm9yZw` + 70 or more) |
 | `sendgrid-api-key` | secret | detect-secrets SendGridDetector (`SG.` 22 `.` 43) |
 | `twilio-api-key` | secret | detect-secrets TwilioKeyDetector, gitleaks `twilio-api-key` (`SK` + 32 hex) |
+| `azure-devops-pat` | secret | Microsoft's 84-character Azure DevOps token format (`JQQJ9` at 52, `AZDO` at 76); Nosey Parker `np.azure.4` (a newer rule than the files read) |
+| `kerberos-hash` | secret | hashcat's Kerberos formats (`$krb5asrep$23$…`, `$krb5tgs$23$…`); Nosey Parker `np.krb5.*` (newer rules than the files read) |
 | `jwt` | secret | detect-secrets JwtTokenDetector (`eyJ…` segments that decode to JSON); gitleaks `jwt` |
 | `url-credentials` | secret | detect-secrets BasicAuthDetector (`scheme://user:password@host`) |
 | `authorization-header` | secret | gitleaks `curl-auth-header` (`Authorization: Bearer …` / `Basic …`) |
@@ -423,6 +425,15 @@ _HAND_RULES: list[Rule] = [
     Rule("twilio-api-key", SECRET, "a Twilio API key",
          "detect-secrets TwilioKeyDetector; gitleaks twilio-api-key", ("sk",),
          token(r"SK[0-9a-fA-F]{32}(?![A-Za-z0-9])")),
+    Rule("azure-devops-pat", SECRET, "an Azure DevOps personal access token",
+         "Microsoft's 84-character key format (signature JQQJ9 at 52, AZDO at 76); Nosey Parker "
+         "np.azure.4", ("jqqj9",),
+         token(r"[A-Za-z0-9]{52}JQQJ9[A-Za-z0-9]{19}AZDO[A-Za-z0-9]{4}(?![A-Za-z0-9])")),
+    Rule("kerberos-hash", SECRET, "a Kerberos AS-REP or TGS-REP hash (crackable offline)",
+         "hashcat modes 18200, 13100, 19600-19800 ($krb5asrep$, $krb5tgs$); Nosey Parker np.krb5.*",
+         ("$krb5",),
+         token(r"\$krb5(?:asrep|tgs)\$(?:17|18|23)\$[^$\s]{0,300}\$?[0-9a-fA-F]{32,64}"
+                r"\$[0-9a-fA-F]{64,10000}", frozenset())),
     Rule("jwt", SECRET, "a JSON Web Token",
          "detect-secrets JwtTokenDetector; gitleaks jwt", ("eyj",),
          # the lookbehind after the literal stops a run of "eyJeyJ…" rescanning itself
@@ -709,6 +720,8 @@ _HAND_GATES: dict[str, dict] = {
     "slack-webhook-url": {"chars": "/"},
     "google-api-key": {"chars": "z"},
     "jwt": {"chars": "j"},
+    "azure-devops-pat": {"chars": "j", "chars2": "q", "digit": True},
+    "kerberos-hash": {"chars": "$"},
     "aws-secret-access-key": {"mixed": 40},
     "gitlab-token": {"chars": "-"},
     "slack-token": {"chars": "-", "chars2": "x", "digit": True},
