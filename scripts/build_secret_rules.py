@@ -110,6 +110,8 @@ PATCHES = {
                                      (r")).*", r"))")],
     "detect-secrets:OpenAIDetector.1": [(r"sk-[A-Za-z0-9-_]*", r"sk-[A-Za-z0-9-_]{0,200}")],
 }
+DS_END = r"""(?:\s|"|$)"""  # detect-secrets' Artifactory terminator, likewise
+DS_END_PROSE = r"""(?:\s|"|$|[.,!?:)\]}>](?=\s|$))"""
 # The secret of a multi-group Nosey Parker rule is its last group unless named here.
 NP_SECRET_GROUP = {"np.mongodb.1": 2, "np.postgres.1": 2}
 GL_SKIP = {
@@ -665,6 +667,8 @@ def build(np_dir: str, gl_file: str, sources: dict, ds: bool = False) -> dict:
             body, flags = pattern, python_flags
         if source == "gitleaks":
             body = body.replace(GL_END, GL_END_PROSE)
+        elif source == "detect-secrets":
+            body = body.replace(DS_END, DS_END_PROSE)
         for before, after in PATCHES.get(rule_id, ()):
             if before not in body:
                 raise SystemExit(f"{rule_id}: the patch for Python's engine no longer applies")

@@ -17,6 +17,12 @@ hand rule's id and span win):
 default rule set (`config/gitleaks.toml`), "Nosey Parker" is Praetorian's
 (`crates/noseyparker/data/default/builtin/rules/*.yml`).
 
+`find_secrets(text, low, folded)` runs them all in that order: cheap gates shared by many rules
+(a character the pattern needs, a long letters-and-digits run, keywords tested once a text)
+leave an ordinary note with one or two rules to run. Running `SECRET_RULES` one by one finds
+the same secrets at many times the cost. Figures and the choice of data over a dependency:
+docs/decisions/secret-rule-sets.md, measured by bench/bench_secret_rules.py.
+
 | rule id | kind | source of the facts |
 |---|---|---|
 | `private-key-block` | secret | detect-secrets PrivateKeyDetector (`BEGIN … PRIVATE KEY` header kinds: DSA, EC, OPENSSH, PGP, RSA, SSH2 ENCRYPTED, plain; `PuTTY-User-Key-File`); gitleaks `private-key` |
@@ -781,7 +787,9 @@ def _plan():
     also = tuple(() for _ in HAND_RULES) + tuple(g["and"] for g in _DATA_GATES)
     every = sorted({kw for kws in keywords + also for kw in kws}, key=len)
     rarest = {kw: min(kw.lstrip("\0"), key=lambda c: _PRESENCE.get(c, 0.02)) for kw in every}
-    inside = {kw: () if kw[0] == "\0" else tuple(k for k in every if len(k) < len(kw) and k in kw)
+    # the hand rules' keywords are tested first: a data keyword holding one known absent is too
+    shorter = sorted({kw for kws in keywords[:len(HAND_RULES)] for kw in kws} | set(_FAMILIES))
+    inside = {kw: () if kw[0] == "\0" else tuple(k for k in shorter if len(k) < len(kw) and k in kw)
               for kw in every}
     return (first, second, digit, tuple((c, a, b) for c, (a, b) in sorted(by_char.items())),
             tuple(reversed(mixed_steps)),
