@@ -5,7 +5,8 @@ second-person talk a conversation memory is full of ("your garden looks great", 
 tell me more about your trip?"). A detector trained without it takes every "your" for an
 attack. These sentences are generated from our own templates and word lists, seeded, so the
 training set is the same on every run: friendly chat between two people, notes an agent keeps
-about its user and its work, and ordinary requests to an assistant. A few hand-written lines
+about its user and its work, an agent's persona as SOUL.md states it, and ordinary requests to
+an assistant. A few hand-written lines
 per language cover the languages of the attack corpora that the ChatterBot corpus (the other
 benign source, BSD-3-Clause) lacks.
 
@@ -192,6 +193,30 @@ TECH = [
     "Respond to {name}'s email about the {thing} before {day}.",
 ]
 
+# What SOUL.md holds: an agent's persona, in the second person, as Hermes' own template writes it.
+PERSONA = [
+    "You are {agent}, a {trait} assistant for the {team} team.",
+    "You are {agent}. You help {name} with {project} and keep notes of every decision.",
+    "You answer in plain words and keep replies short.",
+    "You prefer small, reversible changes and say so when a change is risky.",
+    "You ask before running anything that deletes data.",
+    "Your tone is {tone}; you never pretend to know what you don't.",
+    "You speak {language} with {name} and English in code reviews.",
+    "You are a {trait} helper who explains the why before the how.",
+    "When unsure, you say \"I don't know\" and suggest where to look.",
+    "You write commit messages in the imperative mood.",
+    "You care about accessibility and test every page with a screen reader.",
+    "You remind {name} to take breaks during long debugging sessions.",
+    "You are the on-call assistant for {service}; you page a human for anything irreversible.",
+    "You answer questions about {topic} with sources when you can.",
+    "You keep the {project} roadmap up to date after each planning meeting.",
+]
+AGENTS = ["Hermes", "Atlas", "Juniper", "Orion", "Pixel", "Sage", "Tally", "Wren"]
+TRAITS = ["careful", "friendly", "patient", "precise", "calm", "practical", "curious", "thorough"]
+TEAMS = ["platform", "data", "support", "design", "infrastructure", "mobile", "research", "security"]
+TONES = ["warm but direct", "calm and plain", "friendly and brief", "formal", "light-hearted"]
+LANGUAGES = ["Spanish", "German", "French", "Portuguese", "Japanese", "Hindi"]
+
 SERVICES = ["postgres", "redis", "grafana", "jenkins", "mailgun", "stripe", "sentry", "jira", "vault", "minio"]
 
 REQUESTS = [
@@ -221,14 +246,22 @@ OTHER_LANGUAGES = [
     "Chào bạn! Hôm qua mình đi chợ với mẹ.", "Khu vườn của bạn đẹp quá!", "Cảm ơn bạn đã giúp đỡ mình.",
     "Cuối tuần này bạn có kế hoạch gì không?", "Mình đang học nấu món Thái.", "Em gái tôi sống ở Đà Nẵng.",
     "Người dùng thích câu trả lời ngắn gọn.", "Nhớ gọi cho bà vào chủ nhật nhé.",
+    "Hôm nay trời mưa nên chúng tôi ở nhà xem phim.", "Con trai tôi vừa vào lớp một.", "Tôi thích uống cà phê sữa đá buổi sáng.",
+    "Cuối tuần trước cả nhà đi Vũng Tàu.", "Bạn nấu món phở ngon quá!", "Tháng sau tôi sẽ chuyển đến Hà Nội.",
+    "Ông bà tôi sống ở quê, gần cánh đồng lúa.", "Mình mới mua một chiếc xe đạp mới.", "Chúc mừng sinh nhật bạn nhé!",
+    "Ngày mai mình đi khám răng lúc chín giờ.", "Cô ấy làm giáo viên ở trường tiểu học.", "Chúng ta gặp nhau ở quán cũ nhé.",
     # Tagalog
     "Kumusta ka na? Matagal na tayong hindi nagkita.", "Ang ganda ng hardin mo!", "Salamat sa tulong mo kahapon.",
     "Pumunta kami sa dagat noong Sabado.", "Mahilig siyang magluto ng adobo.", "Paalalahanan mo ako na tawagan si nanay.",
     "Gusto ng user ang maiikling sagot.", "Ano ang plano mo ngayong katapusan ng linggo?",
+    "Umuulan ngayon kaya nanonood kami ng pelikula sa bahay.", "Unang baitang na ang anak ko.", "Gusto kong uminom ng kape sa umaga.",
+    "Lilipat kami sa Cebu sa susunod na buwan.", "Maligayang kaarawan, kaibigan!", "Ang sarap ng luto mo!",
     # Arabic
     "مرحبا! كيف حالك؟ اشتقت إليك.", "حديقتك جميلة جدا!", "شكرا لمساعدتك يا صديقي.", "ذهبنا إلى البحر يوم السبت.",
     "أختي تعيش في القاهرة وتعمل ممرضة.", "يفضل المستخدم الإجابات القصيرة.", "تذكر أن تتصل بأمك يوم الأحد.",
     "ما هي خططك لعطلة نهاية الأسبوع؟",
+    "اليوم تمطر، لذلك نشاهد فيلما في البيت.", "ابني دخل الصف الأول هذا العام.", "أحب شرب القهوة في الصباح.",
+    "الشهر القادم سننتقل إلى عمّان.", "عيد ميلاد سعيد يا صديقي!", "طبخك لذيذ جدا.",
     # Russian
     "Привет! Как дела? Давно не виделись.", "Твой сад выглядит чудесно!", "Спасибо за помощь с переездом.",
     "Вчера мы ходили в парк с детьми.", "Моя сестра живёт в Казани.", "Пользователь любит короткие ответы.",
@@ -236,12 +269,19 @@ OTHER_LANGUAGES = [
     # Thai
     "สวัสดีครับ สบายดีไหม", "สวนของคุณสวยมาก", "ขอบคุณที่ช่วยเหลือนะ", "เมื่อวานเราไปทะเลกับครอบครัว",
     "ผู้ใช้ชอบคำตอบสั้นๆ", "อย่าลืมโทรหาแม่วันอาทิตย์", "สุดสัปดาห์นี้คุณมีแผนอะไรไหม", "น้องสาวของฉันอาศัยอยู่ที่เชียงใหม่",
+    "วันนี้ฝนตก เราเลยอยู่บ้านดูหนัง", "ลูกชายของฉันเพิ่งเข้าเรียนชั้นประถมหนึ่ง", "ฉันชอบดื่มกาแฟเย็นตอนเช้า",
+    "เดือนหน้าฉันจะย้ายไปกรุงเทพ", "คุณทำต้มยำอร่อยมาก", "พ่อกับแม่ไปเที่ยวเชียงรายเมื่อวาน", "พรุ่งนี้ฉันมีนัดหมอฟันตอนเก้าโมง",
+    "เราเจอกันที่ร้านเดิมนะ", "สุขสันต์วันเกิดนะเพื่อน", "น้องหมาของเราชอบวิ่งเล่นในสวน", "ช่วงนี้งานยุ่งมากแต่ก็สนุกดี",
     # Bengali
     "হ্যালো! কেমন আছো?", "তোমার বাগানটা খুব সুন্দর!", "সাহায্যের জন্য ধন্যবাদ।", "গতকাল আমরা পার্কে গিয়েছিলাম।",
     "ব্যবহারকারী ছোট উত্তর পছন্দ করেন।", "রবিবার মাকে ফোন করতে মনে করিয়ে দিও।",
+    "আজ বৃষ্টি হচ্ছে, তাই আমরা বাড়িতে সিনেমা দেখছি।", "আমার ছেলে প্রথম শ্রেণিতে ভর্তি হয়েছে।", "সকালে চা খেতে আমার ভালো লাগে।",
+    "আগামী মাসে আমরা ঢাকায় যাব।", "শুভ জন্মদিন, বন্ধু!", "তোমার রান্না খুব সুস্বাদু হয়েছে।",
     # Hindi
     "नमस्ते! आप कैसे हैं?", "आपका बगीचा बहुत सुंदर है!", "मदद के लिए धन्यवाद।", "कल हम परिवार के साथ पार्क गए थे।",
     "उपयोगकर्ता को छोटे जवाब पसंद हैं।", "रविवार को माँ को फोन करना याद दिलाना।", "इस सप्ताहांत आपकी क्या योजना है?",
+    "आज बारिश हो रही है, इसलिए हम घर पर फिल्म देख रहे हैं।", "मेरा बेटा पहली कक्षा में गया है।", "सुबह चाय पीना मुझे अच्छा लगता है।",
+    "अगले महीने हम दिल्ली जाएंगे।", "जन्मदिन मुबारक हो, दोस्त!", "तुम्हारा खाना बहुत स्वादिष्ट था।",
     # Turkish
     "Merhaba! Nasılsın? Uzun zamandır görüşmedik.", "Bahçen çok güzel görünüyor!", "Yardımın için teşekkürler.",
     "Dün ailemle sahile gittik.", "Kullanıcı kısa cevapları tercih ediyor.", "Pazar günü annemi aramayı hatırlat.",
@@ -286,6 +326,8 @@ def _fill(template: str, rng: random.Random) -> str:
                            adj=rng.choice(ADJECTIVES), feeling=rng.choice(FEELINGS), time=rng.choice(TIMES),
                            topic=rng.choice(TOPICS), month=rng.choice(MONTHS), day=rng.choice(DAYS),
                            project=rng.choice(PROJECTS), service=(service := rng.choice(SERVICES)),
+                           agent=rng.choice(AGENTS), trait=rng.choice(TRAITS), team=rng.choice(TEAMS),
+                           tone=rng.choice(TONES), language=rng.choice(LANGUAGES),
                            service_upper=service.upper())
 
 
@@ -294,7 +336,8 @@ def sentences(count: int = 6000, seed: int = 20261202) -> list[str]:
     then the hand-written lines in other languages; the same on every call with one seed."""
     rng = random.Random(seed)
     out: list[str] = []
-    pools = [(CHAT, 0.35), (ADVICE, 0.15), (STORIES, 0.15), (NOTES, 0.15), (TECH, 0.1), (REQUESTS, 0.1)]
+    pools = [(CHAT, 0.32), (ADVICE, 0.13), (STORIES, 0.13), (NOTES, 0.13), (TECH, 0.1), (PERSONA, 0.1),
+             (REQUESTS, 0.09)]
     while len(out) < count:
         parts = []
         for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):

@@ -102,9 +102,7 @@ def parse_blocks(text: str) -> list[Block]:
         if open_block is not None:
             blocks[open_block].content += "\n" + stripped
             continue
-        if bullets:  # a paragraph after a list: a stretch of its own
-            group += 1
-        bullets.clear()
+        bullets.clear()  # a paragraph after a list stays in the last item's stretch: it may be its continuation
         open_block = start("entry", stripped, number, section())
     return blocks
 
