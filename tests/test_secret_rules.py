@@ -8,6 +8,7 @@ parsed pattern, so no string in this file looks like a credential.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -84,8 +85,17 @@ def _draw(seq, rng: random.Random, groups: dict[int, str]) -> str:
     return "".join(out)
 
 
+def _jwt(rng: random.Random) -> str:
+    def part(obj):
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+    sig = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(43))
+    return part({"alg": "HS256", "typ": "JWT"}) + "." + part({"sub": str(rng.random())}) + "." + sig
+
+
 def example(rule_id: str, seed: int) -> str:
     spec = SPECS[rule_id]
+    if rule_id == "gitleaks:jwt":  # its value must also decode, as the jwt rule checks
+        return f"note for later:\n{_jwt(random.Random(seed))}\nend of note"
     flags = spec["flags"]
     tree = sre_parse.parse(("(?%s)" % flags if flags else "") + spec["pattern"])
     rng = random.Random(f"{rule_id}:{seed}")

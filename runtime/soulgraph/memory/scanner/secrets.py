@@ -57,7 +57,7 @@ Judgment calls (tests/test_scanner.py and tests/test_secret_rules.py hold an exa
 
 - Placeholders pass, whichever rule finds them: a value holding `example`, `placeholder`,
   `redacted`, `changeme`, `dummy`, `your_`/`your-`/`<your`, `xxxxx`, `***`, `...`, `${`, `$(`,
-  `{{`, `%s`, `abcdefgh`, `123456789` or `987654321`, or mostly one character repeated (8 or
+  `{{`, `%s`, `abcdefgh`, `abc123`, `123456789` or `987654321`, or mostly one character repeated (8 or
   more, a third of the value: `AKIAXXXXXXXXXXXXXXXX`, `aaaa…aaend`). So AWS's documentation key
   `AKIAIOSFODNN7EXAMPLE`, Stripe test keys written as `sk_test_example…`, `ghp_xxxx…` and
   gitleaks' allowlisted documentation keys (Google's published sample API keys, kept as
@@ -78,7 +78,10 @@ Judgment calls (tests/test_scanner.py and tests/test_secret_rules.py hold an exa
   public keys, user names), and so are gitleaks' `generic-api-key` and both rule sets' PEM
   rules, which the hand rules cover with the judgment above.
 - The user info of a `postgres://` or `mongodb://` URL is judged as `url-credentials` judges
-  any URL's: `user:password@` and `user:secret@` are placeholders.
+  any URL's: `user:password@` and `user:secret@` are placeholders. gitleaks' JWT rule gets the
+  `jwt` rule's check (header and payload decode to JSON); detect-secrets' Slack pattern gets
+  the `slack-token` rule's (a random last part: `xoxp-1-initial` passes). gitleaks' prefix
+  rules take no token inside a longer word, `_` counting as a word character.
 
 - Ordinary notes pass: "the password policy requires 12 characters", "rotate the AWS keys
   monthly", "token bucket rate limiter", "ignore the previous build output". A
@@ -496,7 +499,7 @@ _SOURCE_NAMES = {"noseyparker": "Nosey Parker", "gitleaks": "gitleaks", "detect-
 # rule sets' own documented example keys (gitleaks' allowlists), which are kept as digests.
 _PLACEHOLDER_VALUE = re.compile(
     r"example|placeholder|redacted|changeme|change_me|replace_?me|dummy|your[_-]|<your"
-    r"|xxxxx|\*{3}|\.{3}|\$\{|\$\(|\{\{|%s|abcdefgh|123456789|987654321", re.IGNORECASE)
+    r"|xxxxx|\*{3}|\.{3}|\$\{|\$\(|\{\{|%s|abcdefgh|abc123|123456789|987654321", re.IGNORECASE)
 _REPEAT = re.compile(r"(.)\1{7,}")
 
 
@@ -516,6 +519,23 @@ _URL_PASSWORD_RULES = frozenset({"noseyparker:np.postgres.1", "noseyparker:np.mo
                                  "detect-secrets:BasicAuthDetector.1"})
 
 
+def _jwt_parts_valid(value: str) -> bool:
+    """A JWT's header and payload decode to JSON objects (as the jwt rule checks)."""
+    return _jwt_valid(_JWT_SHAPE.match(value) or _NO_MATCH)
+
+
+# Rule-set rules that get the same check as the hand rule for the same kind of token (Nosey
+# Parker's JWT rule keeps its own judgment: its examples include tokens whose header was
+# altered, still credentials in the rule set's view).
+_VALUE_CHECKS = {
+    "gitleaks:jwt": _jwt_parts_valid,
+    "detect-secrets:SlackDetector.1": lambda v: _slack_tail(_WHOLE.match(v)),
+}
+_JWT_SHAPE = re.compile(r"[^.]+\.[^.]+")
+_WHOLE = re.compile(r".+", re.DOTALL)
+_NO_MATCH = re.compile("x").match("x")  # a match whose two "parts" fail to decode
+
+
 def _entropy(value: str) -> float:
     n = len(value)
     counts: dict[str, int] = {}
@@ -528,7 +548,7 @@ class _Spec:
     """One data rule: its pattern (compiled on first use) and the checks on a candidate."""
 
     __slots__ = ("body", "flags", "groups", "first_group", "whole_if_short", "url_password",
-                 "pivot", "entropy", "allow", "stopwords", "_pattern", "_allow")
+                 "check", "pivot", "entropy", "allow", "stopwords", "_pattern", "_allow")
 
     def __init__(self, raw: dict):
         self.body = raw["pattern"]
@@ -539,6 +559,7 @@ class _Spec:
         # is not the secret, the whole match is
         self.whole_if_short = raw["source"] == "detect-secrets"
         self.url_password = raw["id"] in _URL_PASSWORD_RULES
+        self.check = _VALUE_CHECKS.get(raw["id"])
         # a literal every match holds `lo` to `hi` characters after its start: the pattern is
         # tried only there (a leading \b or lookbehind still holds: `match` at an offset
         # sees the characters before it)
@@ -601,6 +622,8 @@ class _Spec:
     def accept(self, value: str) -> bool:
         if self.url_password and not _url_password(value):
             return False  # user:password@ and user:secret@, as the url-credentials rule judges
+        if self.check is not None and not self.check(value):
+            return False
         if self.entropy and _entropy(value) < self.entropy:
             return False
         if self.allow:
@@ -615,6 +638,10 @@ class _Spec:
         return True
 
 
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
 def _data_finder(spec: _Spec, bounded: bool):
     def find(text: str, low: str | None) -> Iterator[tuple[int, int]]:
         for m in spec.matches(text, low):
@@ -624,8 +651,8 @@ def _data_finder(spec: _Spec, bounded: bool):
             start, end = span
             # a token inside a longer one is not that token: gitleaks' prefix rules have no
             # right boundary (`GR1348941` and 20 characters also match a 60-character word)
-            if bounded and ((start and text[start].isalnum() and text[start - 1].isalnum()) or (
-                    end < len(text) and text[end - 1].isalnum() and text[end].isalnum())):
+            if bounded and ((start and _word(text[start]) and _word(text[start - 1])) or (
+                    end < len(text) and _word(text[end - 1]) and _word(text[end]))):
                 continue
             value = text[start:end]
             if spec.accept(value) and not _placeholder_value(value):
