@@ -19,7 +19,7 @@ writes the weights with their record: sources, counts, figures, threshold.
 
 The model: logistic regression on the features of `classifier.features`, each text's vector
 scaled to unit length by its feature count, L2-regularised, fitted by full-batch Adam in
-numpy; the positives weighted so both classes weigh the same.
+numpy; the injections weighted to twice the benign texts' total weight (`--positive-weight`).
 """
 
 from __future__ import annotations
@@ -124,6 +124,24 @@ def locomo_turns(path: Path) -> list[str]:
     return turns
 
 
+def training_set(data: Path) -> tuple[list[dict], list[str], np.ndarray, list[str | None], list[str]]:
+    """The injections' records, every training text (injections first), their labels, each
+    benign text's group (None for an injection), and LoCoMo's turns (for false positives only)."""
+    poison = data / "poison"
+    injections = read_jsonl(poison / "injections-dev.jsonl")
+    benign = read_jsonl(poison / "benign_tricky-dev.jsonl")
+    titles = [task["title"] for path in sorted(glob.glob(str(data / "ledgers" / "*.json")))
+              for task in json.loads(Path(path).read_text(encoding="utf-8"))]
+    negatives = ([("benign_tricky", r["text"]) for r in benign] + [("ledger titles", t) for t in titles]
+                 + [("chatterbot", t) for t in chatterbot_lines()]
+                 + [("benign_chat", t) for t in benign_chat.sentences()]
+                 + [("stdlib source", t) for t in stdlib_lines()])
+    texts = [r["text"] for r in injections] + [t for _, t in negatives]
+    y = np.array([1.0] * len(injections) + [0.0] * len(negatives))
+    groups = [None] * len(injections) + [g for g, _ in negatives]
+    return injections, texts, y, groups, locomo_turns(data / "locomo" / "locomo-dev.json")
+
+
 class Features:
     """Feature names to columns, and texts to sparse rows (row index, column, value)."""
 
@@ -150,9 +168,10 @@ class Features:
         return np.array(rows, np.int64), np.array(cols, np.int64), np.array(vals, np.float64)
 
 
-def fit(rows, cols, vals, y, n_features, l2: float, steps: int, rate: float) -> tuple[np.ndarray, float]:
+def fit(rows, cols, vals, y, n_features, l2: float, steps: int, rate: float,
+        positive_weight: float = 2.0) -> tuple[np.ndarray, float]:
     n = len(y)
-    sample_weight = np.where(y == 1, (y == 0).sum() / max((y == 1).sum(), 1), 1.0)
+    sample_weight = np.where(y == 1, positive_weight * (y == 0).sum() / max((y == 1).sum(), 1), 1.0)
     w = np.zeros(n_features)
     b = 0.0
     m, v, mb, vb = np.zeros(n_features), np.zeros(n_features), 0.0, 0.0
@@ -183,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--l2", type=float, default=1e-7)
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--rate", type=float, default=0.05)
+    parser.add_argument("--positive-weight", type=float, default=2.0,
+                        help="the injections' total weight against the benign texts' (default 2)")
     parser.add_argument("--fp-target", type=float, default=0.0025,
                         help="share of LoCoMo's turns the threshold may flag (default 0.0025)")
     parser.add_argument("--keep", type=int, default=60_000, help="features kept in the shipped file (largest weights)")
@@ -190,23 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
 
-    poison = args.data / "poison"
-    injections = read_jsonl(poison / "injections-dev.jsonl")
-    benign = read_jsonl(poison / "benign_tricky-dev.jsonl")
-    titles = [task["title"] for path in sorted(glob.glob(str(args.data / "ledgers" / "*.json")))
-              for task in json.loads(Path(path).read_text(encoding="utf-8"))]
-    chat = chatterbot_lines()
-    ours = benign_chat.sentences()
-    code = stdlib_lines()
-    turns = locomo_turns(args.data / "locomo" / "locomo-dev.json")
-
+    injections, texts, y, groups, turns = training_set(args.data)
     positives = [r["text"] for r in injections]
-    negatives = ([("benign_tricky", r["text"]) for r in benign] + [("ledger titles", t) for t in titles]
-                 + [("chatterbot", t) for t in chat] + [("benign_chat", t) for t in ours]
-                 + [("stdlib source", t) for t in code])
-    texts = positives + [t for _, t in negatives]
-    y = np.array([1.0] * len(positives) + [0.0] * len(negatives))
-    groups = [None] * len(positives) + [g for g, _ in negatives]
     print(f"training texts: {len(positives)} injections; negatives: "
           + ", ".join(f"{g} {c}" for g, c in collections.Counter(groups[len(positives):]).items())
           + f"; LoCoMo turns for false positives: {len(turns)}")
@@ -221,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         test = [i for i, f in enumerate(fold_of) if f == k]
         feats = Features()
         r, c, v = feats.rows([texts[i] for i in train], grow=True)
-        w, b = fit(r, c, v, y[train], len(feats.index), args.l2, args.steps, args.rate)
+        w, b = fit(r, c, v, y[train], len(feats.index), args.l2, args.steps, args.rate, args.positive_weight)
         r, c, v = feats.rows([texts[i] for i in test], grow=False)
         out_of_fold[test] = scores(r, c, v, len(test), w, b)
         if turns:
@@ -244,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     feats = Features()
     r, c, v = feats.rows(texts, grow=True)
-    w, b = fit(r, c, v, y, len(feats.index), args.l2, args.steps, args.rate)
+    w, b = fit(r, c, v, y, len(feats.index), args.l2, args.steps, args.rate, args.positive_weight)
     names = sorted(feats.index, key=lambda name: -abs(w[feats.index[name]]))[:args.keep]
     weights = {name: round(float(w[feats.index[name]]), 4) for name in sorted(names)}
     final_threshold = threshold
