@@ -27,7 +27,7 @@ from soulgraph.memory.scanner import classifier, normalise
 from soulgraph.memory.scanner.injections import INJECTION_RULES
 from soulgraph.memory.scanner.matching import INJECTION, SECRET, Finding, Rule, ScanResult, SecretRefused
 from soulgraph.memory.scanner.normalise import Folded, encoded_spans, fold
-from soulgraph.memory.scanner.secrets import SECRET_RULES
+from soulgraph.memory.scanner.secrets import SECRET_RULES, find_secrets
 
 __all__ = ["Finding", "ScanResult", "Rule", "RULES", "SecretRefused", "scan", "refuse_secrets", "status", "SECRET",
            "INJECTION"]
@@ -89,23 +89,42 @@ def _scan(text: str, *, decode: bool) -> list[Finding]:
         return []
     lowered = text.lower()
     low = lowered if len(lowered) == len(text) else None  # "İ" lower-cases to two characters
-    findings = _run(SECRET_RULES, text, low, lowered)
+    findings = find_secrets(text, low, lowered)
     plain = fold(text, lower=False)
     if plain.text != text:  # full-width or invisible-laced keys
-        findings += _moved(_run(SECRET_RULES, plain.text, None, plain.text.lower()), plain, text, findings)
+        findings += _moved(find_secrets(plain.text, None, plain.text.lower()), plain, text, findings)
     findings += _run(INJECTION_RULES, text, low, lowered)
     read = fold(text)
     if read.text != lowered:
         findings += _moved(_run(INJECTION_RULES, read.text, read.text, read.text), read, text, findings)
     if decode:
-        for start, end, decoded, encoding in encoded_spans(text):
-            for found in _scan(decoded, decode=False):
-                if not _covered(findings, found.rule, start, end):
-                    findings.append(replace(found, start=start, end=end, via=encoding))
+        findings += _decoded(text, findings)
     # The detector judges what the rules let through; a text with a secret is refused anyway.
     if not findings and classifier.flags(read.text):
         findings.append(Finding(INJECTION, DETECTOR.id, DETECTOR.description, 0, len(text)))
     return findings
+
+
+MAX_ENCODED_SPANS = 64  # encoded stretches read per text (their decoded text is bounded too: normalise)
+
+
+def _decoded(text: str, kept: list[Finding]) -> list[Finding]:
+    """Findings in the stretches hidden in an encoding, all decoded texts read in one scan
+    (a line each), each finding moved to the encoded stretch it came from."""
+    spans = encoded_spans(text)[:MAX_ENCODED_SPANS]
+    if not spans:
+        return []
+    starts, pieces, at = [], [], 0
+    for _start, _end, decoded, _encoding in spans:
+        starts.append(at)
+        pieces.append(decoded)
+        at += len(decoded) + 1
+    out: list[Finding] = []
+    for found in _scan("\n".join(pieces), decode=False):
+        start, end, _decoded_text, encoding = spans[bisect.bisect_right(starts, found.start) - 1]
+        if not _covered(kept + out, found.rule, start, end):
+            out.append(replace(found, start=start, end=end, via=encoding))
+    return out
 
 
 def _moved(found: list[Finding], folded: Folded, text: str, kept: list[Finding]) -> list[Finding]:

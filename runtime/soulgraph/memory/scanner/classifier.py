@@ -4,7 +4,7 @@ Rules catch the phrasings someone wrote down; most injections in the public corp
 phrased otherwise (a role-play set-up, "modify your answer to…", a request in Tagalog). This
 model reads the folded text (normalise.py) as features and adds up one weight per feature:
 
-    w:<word>        every word (letters of one script; digits are "0")
+    w:<word>        every word (a run of letters, marks and digits; a number is "0")
     g:<trigram>     the character trigrams of each word, with its edges: "<ig", "ign", …, "re>"
     c:<pair>        for scripts written without spaces (Chinese, Japanese, Thai, …): each
                     character pair inside the run, and each character
@@ -31,6 +31,7 @@ import gzip
 import json
 import math
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,18 @@ __all__ = ["features", "score", "flags", "status", "MODEL_PATH"]
 
 MODEL_PATH = Path(__file__).with_name("injection_model.json.gz")
 
-_TOKEN = re.compile(r"[^\W\d_]+|\d+")
+class _Separators(dict):
+    """ord(char) -> the char itself if it belongs in a word (a letter, mark or digit), else a
+    space; filled on first sight, so splitting a text into words is one C-level translate."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        value = char if unicodedata.category(char)[0] in "LMN" else " "
+        self[code] = value
+        return value
+
+
+_SEPARATORS = _Separators()
 # Scripts written without spaces between words: a run of them is read as character pairs.
 _UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
                        "\uf900-\ufaff\uff66-\uff9f]")
@@ -60,7 +72,8 @@ def _word_features(word: str) -> list[str]:
 
 
 def _words(folded: str) -> list[str]:
-    return _TOKEN.findall(folded, 0, MAX_FEATURE_CHARS)[:MAX_FEATURE_WORDS]
+    """The words of a folded text: runs of letters, marks and digits."""
+    return folded[:MAX_FEATURE_CHARS].translate(_SEPARATORS).split()[:MAX_FEATURE_WORDS]
 
 
 def _pairs(words: list[str]) -> list[str]:
@@ -73,10 +86,14 @@ def long_enough(folded: str) -> bool:
     """Whether a text has the MIN_WORDS words the model needs to judge it (a run of a script
     written without spaces counts a word per two characters). Below that, a word or two decide
     the score: "password: see the vault" would read like the corpora's "what is the password?"."""
-    words = 0
-    for word in _TOKEN.findall(folded, 0, 4_000):
-        words += (len(word) + 1) // 2 if _UNSPACED.search(word) else 1
-        if words >= MIN_WORDS:
+    return _enough(_words(folded[:4_000]))
+
+
+def _enough(words: list[str]) -> bool:
+    count = 0
+    for word in words:
+        count += (len(word) + 1) // 2 if _UNSPACED.search(word) else 1
+        if count >= MIN_WORDS:
             return True
     return False
 
@@ -113,14 +130,17 @@ class _Model:
 
     def score(self, folded: str) -> float:
         """The same sum as over `features(folded)`, a word's own features added up once."""
-        words = _words(folded)
+        return self.score_words(_words(folded))
+
+    def score_words(self, words: list[str]) -> float:
         if not words:
             return self.bias
         total, count = 0.0, 0
-        word, get = self.word, self.weights.get
+        known, get = self.words.get, self.weights.get
         previous = None
         for w in words:
-            weight, n, name = word(w)
+            cached = known(w)
+            weight, n, name = cached if cached is not None else self.word(w)
             total += weight
             count += n
             if name is not None and previous is not None:
@@ -156,7 +176,10 @@ def score(folded: str) -> float | None:
 def flags(folded: str) -> bool:
     """Whether the model flags a folded text as an injection."""
     model = _model()
-    return model is not None and long_enough(folded) and model.score(folded) > model.threshold
+    if model is None:
+        return False
+    words = _words(folded)
+    return _enough(words) and model.score_words(words) > model.threshold
 
 
 def status() -> dict[str, Any]:

@@ -356,7 +356,7 @@ _OVERRIDE_PHRASES: dict[str, str] = {
     "th": r"(?:เพิกเฉย|ละเว้น|ไม่สนใจ|ลืม|ละเลย)(?:ต่อ)?\s{0,3}(?:\S{0,10}\s{0,3})?"
           r"(?:คำสั่ง|คำแนะนำ|ข้อแนะนำ|กฎ)(?:\S{0,6}\s{0,3})?(?:ก่อนหน้า|ข้างต้น|ที่ผ่านมา|เดิม|ก่อน)",
 }
-_OVERRIDE = re.compile("|".join(f"(?:{p})" for p in _OVERRIDE_PHRASES.values()))
+_OVERRIDE = {lang: re.compile(p) for lang, p in _OVERRIDE_PHRASES.items()}
 # Literal words at least one of which every phrase holds (its verb, or its word for "instructions").
 _OVERRIDE_KEYWORDS = ("ignor", "olvid", "omit", "caso", "esquec", "desconsider", "despre", "oubli", "tenez",
                       "abstraction", "dimentic", "trascur", "perdere", "vergi", "verge", "missacht", "abaikan",
@@ -369,9 +369,18 @@ _OVERRIDE_KEYWORDS = ("ignor", "olvid", "omit", "caso", "esquec", "desconsider",
                       "ข้อแนะนำ", "กฎ")
 
 
+# Which of _OVERRIDE_KEYWORDS each language's phrase holds: a language runs only when one is there.
+_OVERRIDE_LANGUAGE_KEYWORDS = {lang: tuple(k for k in _OVERRIDE_KEYWORDS
+                                     if k in _OVERRIDE_PHRASES[lang].replace(r"\s{1,3}", " ").replace(r"\s+", " "))
+                               for lang in _OVERRIDE_PHRASES}
+
+
 def _find_override_other_languages(text: str, low: str | None) -> Iterator[tuple[int, int]]:
-    for m in _OVERRIDE.finditer(low if low is not None else text.lower()):
-        yield m.span()
+    folded = low if low is not None else text.lower()
+    for lang, pattern in _OVERRIDE.items():
+        if any(k in folded for k in _OVERRIDE_LANGUAGE_KEYWORDS[lang]):
+            for m in pattern.finditer(folded):
+                yield m.span()
 
 
 INJECTION_RULES: list[Rule] = [

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import itertools
 import json
 import re
 import unicodedata
@@ -137,16 +139,16 @@ class Folded:
         """The span of the original text (of `length` characters) that folded[start:end] came from."""
         if self.source is None:
             return start, end
-        origin = _origin(self.source)  # only for a finding: most folded texts never need it
+        origin = self._origin  # only for a finding: most folded texts never need it
         first = origin[start] if start < len(origin) else length
         last = origin[end - 1] + 1 if 0 < end <= len(origin) else first
         return first, max(first, last)
 
-
-def _origin(source: str) -> list[int]:
-    """For each character of the folded text, the index of the original character it came from."""
-    table = _TABLE
-    return [i for i, c in enumerate(source) for _ in table[ord(c)]]
+    @functools.cached_property
+    def _origin(self) -> list[int]:
+        """For each character of the folded text, the index of the original character it came from."""
+        lengths = map(len, map(_TABLE.__getitem__, map(ord, self.source or "")))
+        return list(itertools.chain.from_iterable(map(itertools.repeat, itertools.count(), lengths)))
 
 
 def _has_leet(low: str) -> bool:
