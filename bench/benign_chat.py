@@ -210,6 +210,14 @@ PERSONA = [
     "You are the on-call assistant for {service}; you page a human for anything irreversible.",
     "You answer questions about {topic} with sources when you can.",
     "You keep the {project} roadmap up to date after each planning meeting.",
+    "Rule: answer calmly and check the facts before saying anything about {topic}.",
+    "Always check the facts before answering questions about {topic}.",
+    "Answer in short paragraphs and say which source you used.",
+    "Never guess a date; look it up in the calendar before replying.",
+    "Before saying anything about {project}, read the latest notes.",
+    "Reply to {name} in {language} unless they write in English.",
+    "Value {n}: be honest about what you do not know.",
+    "Principle {n}: ask before deleting anything.",
 ]
 AGENTS = ["Hermes", "Atlas", "Juniper", "Orion", "Pixel", "Sage", "Tally", "Wren"]
 TRAITS = ["careful", "friendly", "patient", "precise", "calm", "practical", "curious", "thorough"]
@@ -327,7 +335,7 @@ def _fill(template: str, rng: random.Random) -> str:
                            topic=rng.choice(TOPICS), month=rng.choice(MONTHS), day=rng.choice(DAYS),
                            project=rng.choice(PROJECTS), service=(service := rng.choice(SERVICES)),
                            agent=rng.choice(AGENTS), trait=rng.choice(TRAITS), team=rng.choice(TEAMS),
-                           tone=rng.choice(TONES), language=rng.choice(LANGUAGES),
+                           tone=rng.choice(TONES), language=rng.choice(LANGUAGES), n=rng.randint(1, 12),
                            service_upper=service.upper())
 
 

@@ -34,7 +34,7 @@ from tests.openai_stub import OpenAIStub, is_agent_turn, request_text, text_repl
 pytestmark = pytest.mark.hermes
 
 API_KEY = "soulfleet-test-key-0123456789"
-SHARED = "The office wifi password is tangerine-42."
+SHARED = "The office wifi network is called tangerine-42."  # a password told in prose is refused (scanner)
 STORE_TIMEOUT = 30.0  # s: a turn reaches soul.json (the provider writes in the background)
 QUIET = 1.0  # s without a new model request: the gateway is done with the last message
 QUIET_TIMEOUT = 15.0
