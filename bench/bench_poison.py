@@ -38,19 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from soulgraph.memory import scanner  # noqa: E402
 from soulgraph.memory.scanner import DETECTOR, INJECTION_RULES, scan  # noqa: E402
 from soulgraph.memory.scanner.secrets import find_secrets  # noqa: E402
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
-def locomo_turns(path: Path) -> list[str]:
-    if not path.is_file():
-        return []
-    return [turn["text"] for sample in json.loads(path.read_text(encoding="utf-8"))
-            for key, session in sample["conversation"].items()
-            if key.startswith("session_") and isinstance(session, list) for turn in session if turn.get("text")]
+from train_injection_model import locomo_turns, read_jsonl  # noqa: E402  (one reader of the data sets)
 
 
 def rules_only(text: str) -> bool:
