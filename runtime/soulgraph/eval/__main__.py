@@ -1,4 +1,4 @@
-"""Command line: ``python -m soulgraph.eval {ledger,locomo,supersede,provider,synth} …``."""
+"""Command line: ``python -m soulgraph.eval {ledger,locomo,supersede,provider,updates,synth} …``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from soulgraph.eval.report import ledger_report, ledger_text, locomo_report, loc
 from soulgraph.eval.retrievers import DEFAULT_METHODS, METHODS, parse_methods
 from soulgraph.eval.supersede import evaluate as evaluate_supersede, text as supersede_text
 from soulgraph.eval.synthetic import synthetic_ledger
+from soulgraph.eval import updates
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,6 +51,14 @@ def _parser() -> argparse.ArgumentParser:
                                "its own user (scope locomo:<sample_id>); crowd: one soul, no scopes; "
                                "all: the three on the same questions, in one table")
 
+    update = commands.add_parser("updates", help="knowledge updates (BEAM): after a fact changed, is the current "
+                                                 "value recalled and the old one marked?")
+    update.add_argument("file")
+    update.add_argument("--limit", type=int, default=10, help="memories recall shows per question (default 10)")
+    update.add_argument("--records", type=int, help="only the first N records (a quick run)")
+    update.add_argument("--lexical", action="store_true", help="recall without the static embedding model")
+    update.add_argument("--json", action="store_true")
+
     synth = commands.add_parser("synth", help="write a synthetic ledger (for scale runs)")
     synth.add_argument("output")
     synth.add_argument("--tasks", type=int, default=50_000)
@@ -68,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "supersede":
             report = evaluate_supersede(args.file)
             print(json.dumps(report, indent=2) if args.json else supersede_text(report))
+            return 0
+        if args.command == "updates":
+            records = updates.read_updates(args.file)[: args.records]
+            result = updates.replay(records, limit=args.limit, embed=not args.lexical)
+            print(json.dumps(updates.to_json(args.file, result), indent=2) if args.json
+                  else updates.text(args.file, result))
             return 0
         if args.command == "provider":
             data = read_locomo(args.file)
