@@ -32,7 +32,7 @@ from typing import Any
 
 from soulgraph.engine.graph import Clock, CycleError, SoulGraph
 from soulgraph.hermes.home import HermesHomeError, read_text_leniently, resolve_home
-from soulgraph.hermes.markdown_entries import normalise, parse_blocks
+from soulgraph.hermes.markdown_entries import normalise, parse_blocks, stretches
 from soulgraph.memory import guard, record
 from soulgraph.memory.guard import flagged_nodes
 from soulgraph.memory.write import RefusedMemory, remember
@@ -109,12 +109,13 @@ def seed_graph(hermes_home: str | Path, clock: Clock = time.time, *,
 def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Source,
               text: str, warnings: list[str]) -> None:
     blocks = parse_blocks(text)
-    # An entry whose neighbours in the same stretch (§ entry, section) read like injection is
-    # flagged with them (memory/guard.py's CONTEXT): a jailbreak split into paragraphs.
-    context = guard.context_of([(b.group, b.content) for b in blocks if b.kind == "entry"])
+    # A block written beside text that reads like injection (the same stretch, list or section:
+    # markdown_entries.stretches) is flagged with it (memory/guard.py's CONTEXT): a jailbreak
+    # split into paragraphs, or by headings and list items of its own.
+    context = guard.context_of([b.content for b in blocks], stretches(blocks))
     keys: list[tuple[str, ...]] = []
     ids: list[str | None] = []  # None: a block the scanner refused
-    for block in blocks:
+    for at, block in enumerate(blocks):
         content = normalise(block.content) if block.kind == "section" else block.content.strip()
         parent_key = keys[block.parent] if block.parent is not None else ()
         # An entry is the same wherever it appears; a section is the same heading
@@ -134,8 +135,7 @@ def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Sour
                                    source=f"seed:{source.relpath}:{block.line}", where=f"{source.relpath}:{block.line}",
                                    metadata={"kind": block.kind, "source": source.relpath, "line": block.line,
                                              "sources": [where], "seeded_from": "hermes",
-                                             **({guard.CONTEXT: {"rules": context[block.group]}}
-                                                if block.kind == "entry" and block.group in context else {})})
+                                             **({guard.CONTEXT: {"rules": context[at]}} if at in context else {})})
             except RefusedMemory as exc:
                 warnings.append(f"{exc}; this entry was not seeded")
                 ids.append(None)
@@ -145,8 +145,15 @@ def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Sour
             node_id = by_key[key] = node.id
         else:
             node = graph.get(node_id)
-            if where not in node.metadata["sources"]:  # through the guard: a file name is scanned too
-                graph.update(node_id, metadata={**node.metadata, "sources": [*node.metadata["sources"], where]})
+            metadata = dict(node.metadata)
+            if where not in metadata["sources"]:  # through the guard: a file name is scanned too
+                metadata["sources"] = [*metadata["sources"], where]
+            held = metadata.get(guard.CONTEXT)
+            had = held.get("rules", []) if isinstance(held, dict) else []
+            if at in context and not set(context[at]) <= set(had):  # this copy sits beside injection: flagged
+                metadata[guard.CONTEXT] = {"rules": sorted({*had, *context[at]})}
+            if metadata != node.metadata:
+                graph.update(node_id, metadata=metadata)
             graph.tag(node_id, *tags)
             if pin and not node.pinned:
                 if record.flagged(node.metadata):

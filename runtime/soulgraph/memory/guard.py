@@ -35,15 +35,16 @@ import contextlib
 import dataclasses
 import functools
 import re
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
 from soulgraph.memory import record
 
 FLAGGED = record.FLAGGED
-# A memory stored beside flagged text of the same entry (another paragraph of one § entry or
-# section of a seeded or imported file) carries that text's rules here, and the guard flags it
-# for them as for its own: a jailbreak split into paragraphs is not let in a paragraph at a time.
+# A memory stored beside flagged text in a seeded or imported file (another paragraph of the same
+# § entry or list item, a later entry of the same section: `context_of`) carries that text's
+# rules here, and the guard flags it for them as for its own: a jailbreak split into paragraphs,
+# or by headings and list items of its own, is not let in a piece at a time.
 CONTEXT = "flagged_context"
 # Metadata keys the guard itself writes or reads as its own: not writer text, never scanned.
 BOOKKEEPING = frozenset({FLAGGED, CONTEXT})
@@ -149,15 +150,25 @@ def _with_context(node: Node, found: dict[str, tuple[str, ...]]) -> dict[str, tu
     return found
 
 
-def context_of(texts: list[tuple[int, str]]) -> dict[int, list[str]]:
-    """For entries given as (group, text), the injection rules each group's texts hold
-    together: a group with any flagged text taints every entry in it."""
+def context_of(texts: Sequence[str], stretches: Iterable[Any]) -> dict[int, list[str]]:
+    """The injection rules of the flagged text each block of a file is written beside.
+
+    `texts[i]` is block i's text; `stretches` are the file's stretches as
+    `hermes.markdown_entries.stretches` gives them (each with `blocks`, `whole` and `reach`).
+    A stretch is flagged when any of its blocks reads like prompt injection, or, when `whole`,
+    when its blocks read as one text do; its rules go to every block it reaches. Returns
+    {block index: rules} for the blocks that get some."""
     rules: dict[int, set[str]] = {}
-    for group, text in texts:
-        found = scan(text).injections
+    for stretch in stretches:
+        found: set[str] = set()
+        for at in stretch.blocks:
+            found.update(f.rule for f in scan(texts[at]).injections)
+        if stretch.whole and len(stretch.blocks) > 1:
+            found.update(f.rule for f in scan("\n".join(texts[at] for at in stretch.blocks)).injections)
         if found:
-            rules.setdefault(group, set()).update(f.rule for f in found)
-    return {group: sorted(found) for group, found in rules.items()}
+            for at in stretch.reach:
+                rules.setdefault(at, set()).update(found)
+    return {at: sorted(found) for at, found in sorted(rules.items())}
 
 
 def _released(graph: SoulGraph, node: Node) -> bool:

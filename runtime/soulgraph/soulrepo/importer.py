@@ -5,7 +5,8 @@ those changes; `--check` stops after the plan and shows it, with diffs. In order
 
 2. Validate the repository (`validate.py`): any problem and nothing is touched.
 3. Identity: SOUL.md → `<home>/SOUL.md`, USER.md → `<home>/memories/USER.md` (as Hermes'
-   entries joined by `§`), IDENTITY.md → `<home>/IDENTITY.md`. Written only where the file
+   entries joined by `§`; a flagged stretch and what its taint reaches stay one entry),
+   IDENTITY.md → `<home>/IDENTITY.md`. Written only where the file
    is missing, empty, or still Hermes' own default persona; a file the user wrote stays
    unless `overwrite_identity`, and then a copy goes to `.soulgraph/backups/` first.
 4. Skills: each reviewed skill folder (one holding a SKILL.md the `skills` globs match) →
@@ -43,7 +44,7 @@ from typing import Any, Callable
 
 from soulgraph.engine.graph import SoulGraph
 from soulgraph.hermes.home import HermesHomeError, resolve_home
-from soulgraph.hermes.markdown_entries import normalise, parse_blocks
+from soulgraph.hermes.markdown_entries import Block, normalise, parse_blocks, stretches
 from soulgraph.hermes.seed import flagged_report, seed_graph
 from soulgraph.memory import guard, lifecycle, record
 from soulgraph.memory.markdown_files import SEPARATOR, locked
@@ -225,9 +226,28 @@ def _failed(report: Report, *errors: str, lead: str | None = None) -> Report:
 
 # ------------------------------------------------------------------ 3. identity files
 def _hermes_format(text: str) -> str:
-    """A soul repo's USER.md (markdown bullets) as Hermes writes memories/USER.md."""
-    kept = [block.content for block in parse_blocks(text) if block.kind == "entry"]
+    """A soul repo's USER.md (markdown bullets) as Hermes writes memories/USER.md: each entry
+    an entry of its own, except that entries next to each other that the write guard taints
+    (text that reads like injection, and what it reaches: `flagged_context`) stay one entry,
+    so seeding the home judges them together as the import does."""
+    blocks = parse_blocks(text)
+    tainted = flagged_context(blocks)
+    kept: list[str] = []
+    last: Block | None = None  # the last kept entry, when tainted: a tainted one of its § entry goes on in it
+    for at, block in enumerate(blocks):
+        if block.kind != "entry":
+            continue
+        if at in tainted and last is not None and last.entry == block.entry:
+            kept[-1] += "\n\n" + block.content
+        else:
+            kept.append(block.content)
+        last = block if at in tainted else None
     return SEPARATOR.join(kept)
+
+
+def flagged_context(blocks: list[Block]) -> dict[int, list[str]]:
+    """{block index: rules} of the flagged text each block of a parsed file is written beside."""
+    return guard.context_of([b.content for b in blocks], stretches(blocks))
 
 
 def unified_diff(old: str, new: str, name: str) -> str:
@@ -393,7 +413,7 @@ class Entry:
     content: str
     pinned: bool
     tags: tuple[str, ...]
-    context: tuple[str, ...] = ()  # rules of flagged text in the same stretch of its file (guard.CONTEXT)
+    context: tuple[str, ...] = ()  # rules of the flagged text it sits beside in its file (guard.CONTEXT)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -406,15 +426,18 @@ def read_entries(root: Path, core: dict[str, str], memory_files: list[str]) -> l
     sources += [(path, False, ("memory",)) for path in memory_files if path not in {s[0] for s in sources}]
     found: list[Entry] = []
     for path, pinned, tags in sources:
-        blocks = [b for b in parse_blocks((root / path).read_text(encoding="utf-8")) if b.kind == "entry"]
-        context = guard.context_of([(b.group, b.content) for b in blocks])
-        seen: set[str] = set()
-        for number, block in enumerate(blocks, 1):
-            if normalise(block.content) in seen:
-                continue
-            seen.add(normalise(block.content))
+        blocks = parse_blocks((root / path).read_text(encoding="utf-8"))
+        context = flagged_context(blocks)
+        # One entry per text; a text that appears twice carries the taint of each copy.
+        first: dict[str, tuple[int, Block]] = {}
+        rules: dict[str, set[str]] = {}
+        entries = [(at, block) for at, block in enumerate(blocks) if block.kind == "entry"]
+        for number, (at, block) in enumerate(entries, 1):
+            first.setdefault(normalise(block.content), (number, block))
+            rules.setdefault(normalise(block.content), set()).update(context.get(at, ()))
+        for text, (number, block) in first.items():
             found.append(Entry(path, number, block.content.strip(), pinned, (*tags, IMPORT_TAG),
-                               tuple(context.get(block.group, ()))))
+                               tuple(sorted(rules[text]))))
     return found
 
 
@@ -531,6 +554,8 @@ def _memory_report(plan: MemoryPlan, graph: SoulGraph, report: Report) -> None:
                 found = guard.inspect(iter([("content", entry.content)]), f"{entry.path} #{entry.number}")
             except RefusedMemory:
                 continue
+            if entry.context:  # written beside flagged text of its file: flagged as the guard will
+                found["context"] = entry.context
             if found:
                 report.flagged.append({"id": None, "path": entry.path, "entry": entry.number,
                                        "rules": sorted({r for rules in found.values() for r in rules}),
