@@ -1,6 +1,6 @@
 """The corpora's injections written through every way into a soul graph, and whether any reaches a prompt.
 
-    python bench/bench_poison_paths.py [--data ../shared/data] [--limit N] [--seed 1] [--secrets]
+    python bench/bench_poison_paths.py [--data ../shared/data] [--limit N] [--seed 1] [--secrets] [--show-leaks]
 
 Every injection of `poison/injections-dev.jsonl` (or a random sample of `--limit` of them) is
 written into a fresh soul home per path, as that path writes it:
@@ -11,7 +11,11 @@ written into a fresh soul home per path, as that path writes it:
   (Hermes' own format, entries joined by `§`) and `SOUL.md` (markdown bullets, pinned axioms),
   then `python -m soulgraph.seed`;
 - soul-repo import: round robin into the repository's `SOUL.md`, `USER.md` and
-  `memories/notes.md`, then `soulrepo import` into an empty Hermes home;
+  `memories/notes.md`, then `soulrepo import` into an empty Hermes home.
+
+In a markdown file each injection is a bullet under the file's heading in a `§` entry of its
+own, after the ordinary entries: the taint of a flagged text runs on through the rest of its
+section (`markdown_entries.stretches`), and one injection must not hide another;
 - turn capture: the memory service's `sync_turn` with the injection as the user's message
   (20 turns a session);
 - consolidation: the service's `consolidate` of those sessions (the same home, measured
@@ -34,7 +38,9 @@ Counted per injection: not stored (the scanner saw a secret, so the write was re
 holds it, or a 60-character stretch of it, unflagged). `--secrets` also writes the texts of
 `poison/secrets-dev.jsonl` through the same paths and looks for the credential each holds (what
 the scanner finds in it, else the record's `secret`). Search is lexical (`embed` off) so the run
-is deterministic; the flagged filter is the same either way.
+is deterministic; the flagged filter is the same either way. `--show-leaks` prints every
+injection that reaches a prompt: its line number in the corpus, the path and file it went
+through, and the unflagged memories that hold it.
 """
 
 from __future__ import annotations
@@ -184,6 +190,15 @@ def bullet(text: str) -> str:
     return "\n".join([f"- {lines[0]}", *(f"  {line}" if line.strip() else "" for line in lines[1:])])
 
 
+def markdown(heading: str, controls: list[str], texts: list[str]) -> str:
+    """A markdown file of bullets under `heading`: the ordinary entries first, then each text in
+    a `§` entry of its own (`§` ends every stretch and section: the taint of one text, which runs
+    on through the rest of its section, never reaches another text or an ordinary entry)."""
+    parts = [f"# {heading}\n\n" + "\n".join(bullet(t) for t in controls)]
+    parts += [f"# {heading}\n\n{bullet(t)}" for t in texts]
+    return "\n\n§\n\n".join(parts) + "\n"
+
+
 def write_seed(folder: Path, texts: list[str], controls: tuple[str, ...] = CONTROLS,
                files: tuple[str, ...] = SEED_FILES) -> Home:
     """A Hermes home holding the texts round robin in `files`, seeded as install does."""
@@ -198,7 +213,7 @@ def write_seed(folder: Path, texts: list[str], controls: tuple[str, ...] = CONTR
         by_file[files[at % len(files)]].append(text)
     for name, entries in by_file.items():
         if name == "SOUL.md":
-            body = "# Persona\n\n" + "\n".join(bullet(t) for t in entries) + "\n"
+            body = markdown("Persona", [t for t in entries if t in controls], [t for t in entries if t not in controls])
         else:
             body = "\n§\n".join(t.strip() for t in entries)
         (hermes / name).write_text(body, encoding="utf-8")
@@ -232,7 +247,8 @@ def write_import(folder: Path, texts: list[str], controls: tuple[str, ...] = CON
               "skills/ops/deploy/SKILL.md": "---\nname: deploy\ndescription: How to deploy.\n---\n# Deploy\n",
               "manifest.json": json.dumps(MANIFEST)}
     for name, entries in by_file.items():
-        layout[name] = f"# {Path(name).stem}\n\n" + "\n".join(bullet(t) for t in entries) + "\n"
+        layout[name] = markdown(Path(name).stem, [t for t in entries if t in controls],
+                                [t for t in entries if t not in controls])
     for relative, text in layout.items():
         (repo / relative).parent.mkdir(parents=True, exist_ok=True)
         (repo / relative).write_text(text, encoding="utf-8")
@@ -371,6 +387,8 @@ class Measured:
     short_pieces_shown: list[str]  # those of them found in a prompt
     notes: list[str]
     placed: list[str]
+    # injection -> (id, first line) of each unflagged memory holding it
+    unflagged_holders: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 def measure(home: Home, prompts_of: Callable[[Home, list[str]], Prompts] = prompts,
@@ -412,7 +430,9 @@ def measure(home: Home, prompts_of: Callable[[Home, list[str]], Prompts] = promp
     every = prime_text + snapshot_text + prefetch_text
     return Measured(home.name, len(texts), refused, not_kept, flagged, unflagged, pinned, in_prime, in_snapshot, in_prefetch,
                     ids & flagged_ids, controls_shown, [flat(n.content) for n in short_pieces],
-                    [flat(n.content) for n in short_pieces if flat(n.content) in flat(every)], home.notes, home.placed)
+                    [flat(n.content) for n in short_pieces if flat(n.content) in flat(every)], home.notes, home.placed,
+                    {i: [(n.id, flat(n.content)[:90]) for n in held if not record.flagged(n.metadata)]
+                     for i, held in holders.items() if i in unflagged})
 
 
 # ------------------------------------------------------------------ printing
@@ -468,6 +488,21 @@ def sample(label: str, indices: Iterable[int], records: list[dict], count: int =
               f"| {begins} |")
 
 
+def show_leaks(rows: list[Measured], records: list[dict]) -> None:
+    """Each injection that reaches a prompt, per path: its record (line number in the corpus,
+    1-based), the file it was placed in, where it shows, and the unflagged memories holding it."""
+    print("\nInjections that reach a prompt (--show-leaks):\n")
+    print("| path | record (corpus line) | file | shown in | unflagged memories holding it |\n|---|---|---|---|---|")
+    for m in rows:
+        for i in sorted(m.in_prime | m.in_snapshot | m.in_prefetch):
+            r = records[i]
+            where = "/".join(k for k, got in (("prime", m.in_prime), ("snapshot", m.in_snapshot),
+                                                ("prefetch", m.in_prefetch)) if i in got)
+            held = "; ".join(f"{node_id}: {begins}" for node_id, begins in m.unflagged_holders.get(i, []))
+            print(f"| {m.name} | {r.get('corpus_line', i + 1)} | {m.placed[i] if m.placed else ''} | {where} | "
+                  f"{held.replace('|', chr(92) + '|')} |")
+
+
 def credential(record: dict) -> str:
     """What of a secrets record to look for: the longest stretch the scanner finds in its text
     (the turn path cuts that out and keeps the rest; under 12 characters, with the 24 before
@@ -510,11 +545,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="the sample's random seed")
     parser.add_argument("--secrets", action="store_true",
                         help="also write poison/secrets-dev.jsonl through every path and look for the credentials")
+    parser.add_argument("--show-leaks", action="store_true",
+                        help="print each injection that reaches a prompt: its corpus line, path, file and memories")
     parser.add_argument("--keep", type=Path, help="write the homes here (kept) instead of a temporary folder")
     args = parser.parse_args(argv)
     path = args.data / "poison" / "injections-dev.jsonl"
     with path.open(encoding="utf-8") as handle:  # lines end at "\n" alone: a text may hold U+2028
-        records = [json.loads(line) for line in handle if line.strip()]
+        records = [{**json.loads(line), "corpus_line": number} for number, line in enumerate(handle, 1) if line.strip()]
     if args.limit and args.limit < len(records):
         records = random.Random(args.seed).sample(records, args.limit)
     texts = [r["text"] for r in records]
@@ -558,6 +595,8 @@ def main(argv: list[str] | None = None) -> int:
         print("| path | piece |\n|---|---|")
         for name, piece in pieces[:10]:
             print(f"| {name} | {piece.replace('|', chr(92) + '|')} |")
+    if args.show_leaks:
+        show_leaks(rows, records)
     refused = set().union(*(m.refused for m in rows))
     sample("Refused: the scanner saw a secret in the injection (any path)", refused, records)
     if secret_rows:
