@@ -104,6 +104,8 @@ def replay(records: list[dict[str, Any]], limit: int = 10, embed: bool = True) -
     started = time.perf_counter()
     stats: Counter = Counter()
     scored: list[Scored] = []
+    revisions: list[dict[str, Any]] = []  # every change the replay marked, for a hand check
+    seen = 0
     for key, group in conversations(records).items():
         history = group[0]["history"]
         clock = _Clock()
@@ -111,7 +113,10 @@ def replay(records: list[dict[str, Any]], limit: int = 10, embed: bool = True) -
             soul = SoulFile(Path(folder) / "soul.json", clock=clock)
             vectors = VectorStore(vectors_path(soul.path), background=False) if embed else None
             service = MemoryService(soul, embed=embed, vectors=vectors)
-            turn_of = _write(service, clock, key, history, stats)
+            turn_of = _write(service, clock, key, history, stats, revisions)
+            for change in revisions[seen:]:
+                change["old_text"], change["new_text"] = history[change["old"]]["text"], history[change["new"]]["text"]
+            seen = len(revisions)
             graph = service.soul.graph()
             if vectors is not None:
                 vectors.ready(graph)
@@ -119,11 +124,12 @@ def replay(records: list[dict[str, Any]], limit: int = 10, embed: bool = True) -
                 answer = service.recall(query=item["question"], budget=1_000_000, limit=limit)
                 scored.append(_score(item, answer, turn_of, graph))
         stats["conversations"] += 1
-    return {"scored": scored, "stats": stats, "seconds": time.perf_counter() - started, "limit": limit}
+    return {"scored": scored, "stats": stats, "seconds": time.perf_counter() - started, "limit": limit,
+            "revisions": revisions}
 
 
 def _write(service: MemoryService, clock: _Clock, key: str, history: list[dict[str, Any]],
-           stats: Counter) -> dict[str, int]:
+           stats: Counter, revisions: list[dict[str, Any]]) -> dict[str, int]:
     """Every turn through sync_turn, a session per date batch, consolidated at its end;
     returns memory id -> the history index it stands for."""
     turn_of: dict[str, int] = {}
@@ -139,6 +145,10 @@ def _write(service: MemoryService, clock: _Clock, key: str, history: list[dict[s
             if parent in turn_of:
                 turn_of[added["id"]] = turn_of[parent]
         stats["promoted"] += len(kept["added"])
+        stats["revised"] += len(kept["updated"])
+        for change in kept["updated"]:
+            revisions.append({"old": turn_of.get(change["id"], -1), "new": turn_of.get(change["by"], -1),
+                              "from": change["old"], "to": change["new"], "conversation": key})
 
     for index, turn in enumerate(history):
         date = str(turn.get("time", ""))
@@ -201,7 +211,8 @@ def text(source: str, result: dict[str, Any]) -> str:
             ("clean (answer's number in the current turn)", figures([s for s in result["scored"] if s.clean]))]
     lines = [f"Knowledge updates {source} through the memory provider: {stats['conversations']} conversations, "
              f"{stats['sessions']} sessions, {stats['turns']:,} turns through sync_turn, {stats['promoted']:,} memories "
-             f"promoted by consolidation; {result['seconds']:.1f} s",
+             f"promoted by consolidation, {stats['revised']:,} marked as changed by a later turn; "
+             f"{result['seconds']:.1f} s",
              "",
              f"| records | n | current in top {limit} | stale shown as current | current above stale |",
              "|---|---|---|---|---|"]
@@ -216,4 +227,4 @@ def text(source: str, result: dict[str, Any]) -> str:
 def to_json(source: str, result: dict[str, Any]) -> dict[str, Any]:
     return {"source": source, "stats": dict(result["stats"]), "seconds": result["seconds"], "limit": result["limit"],
             "all": figures(result["scored"]), "clean": figures([s for s in result["scored"] if s.clean]),
-            "records": [s.__dict__ for s in result["scored"]]}
+            "records": [s.__dict__ for s in result["scored"]], "revisions": result["revisions"]}

@@ -25,13 +25,14 @@ from typing import Any
 
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes.turns import session_node, session_turns
-from soulgraph.memory import guard, lifecycle, record
+from soulgraph.memory import guard, lifecycle, record, updates
 from soulgraph.memory.scopes import SHARED
 from soulgraph.memory.write import RefusedMemory, remember
 
 CONSOLIDATED = "consolidated"  # turn metadata key
 MAX_SENTENCE = 300
 WRITER = "hermes:consolidate"
+SOURCE = "hermes:consolidate"  # the source of every memory it writes
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 class Consolidation:
     added: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, id, content)
     confirmed: list[tuple[str, str]] = field(default_factory=list)  # (kind, id)
+    updated: list[updates.Update] = field(default_factory=list)  # earlier memories a turn changed a value of
     refused: int = 0  # sentences the scanner refused
     # Sentences not promoted because they, or the turn they came from, read like prompt
     # injection: a typed memory is read into every prompt, so none is made of them.
@@ -111,6 +113,7 @@ def consolidate(graph: SoulGraph, session_id: str, messages: list[dict[str, Any]
         else:
             for sentence in found:
                 _promote(graph, sentence, turn.id, turn.source_ref or session_id, session_id, result, scope)
+            _revise(graph, turn, result, scope)
         try:
             graph.update(turn.id, metadata={**turn.metadata, CONSOLIDATED: True})
         except RefusedMemory:  # a turn stored before every field was scanned: it stays as it was
@@ -149,7 +152,7 @@ def _promote(graph: SoulGraph, sentence: str, parent: str, source_ref: str, sess
         return
     try:
         written = remember(graph, sentence, [rule.tag], writer=WRITER, parents=[parent], kind=rule.kind,
-                           source="hermes:consolidate", source_ref=source_ref, where="consolidate", scope=scope)
+                           source=SOURCE, source_ref=source_ref, where="consolidate", scope=scope)
     except RefusedMemory:
         result.refused += 1
         return
@@ -158,6 +161,27 @@ def _promote(graph: SoulGraph, sentence: str, parent: str, source_ref: str, sess
         result.flagged += 1
         return
     result.added.append((rule.kind, written.node.id, sentence))
+
+
+def _revise(graph: SoulGraph, turn: Any, result: Consolidation, scope: str) -> None:
+    """Earlier memories of this user whose values the turn's user words change (memory/updates.py):
+    each is marked with the change, and stays active for the rest of what it says."""
+    said = " ".join(user_sentences(turn.content))
+    made = [i for _kind, i, content in result.added if turn.id in graph.parents.get(i, ())]
+    for change in updates.find(graph, turn, said, scope=scope):
+        old = graph.nodes[change.old_id]
+        if record.flagged(old.metadata):
+            continue
+        # A typed memory holds one statement: the typed memory this turn made of the new value
+        # replaces it. A turn (or a typed memory with no successor) keeps the rest of what it says.
+        successor = next((i for i in made if change.new.lower() in graph.nodes[i].content.lower()), None)
+        if old.kind != "episodic_event" and successor is not None:
+            lifecycle.supersede(graph, change.old_id, successor, writer=WRITER,
+                                reason=f"{change.old} → {change.new}")
+        else:
+            lifecycle.revise(graph, change.old_id, change.new_id, old=change.old, new=change.new,
+                             about=change.about, writer=WRITER)
+        result.updated.append(change)
 
 
 def _text(content: Any) -> str:

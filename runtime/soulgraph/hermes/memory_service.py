@@ -310,13 +310,18 @@ class MemoryService:
         hits = [h for h in ranking.related(graph, query, depth, vectors=self.vectors, exclude=exclude)
                 if h.node.id not in skip and h.node.privacy == "normal" and h.node.source != "hermes:session"
                 and not record.flagged(h.node.metadata)]
+        # A turn is not shown beside a memory consolidation drew from it: that memory says it.
+        shown = {h.node.id for h in hits}
+        hits = [h for h in hits if not (h.node.kind == "episodic_event" and shown & graph.children.get(h.node.id, set())
+                                        and any(graph.nodes[c].source == consolidation.SOURCE
+                                                for c in shown & graph.children[h.node.id]))]
         hits = hits[: int(limit)]
         lines, ids, used = [], [], 0
         for hit in hits:
             node = hit.node
             day = time.strftime("%Y-%m-%d", time.gmtime(node.created_at))
             body = " ".join(node.content.split())
-            line = f"- [{day}, {node.kind}] {body}"
+            line = f"- [{day}, {node.kind}{_since_updated(graph, node)}] {body}"
             if used + len(line) + 1 > budget:
                 room = int(budget) - used - 1
                 if room < 40:
@@ -367,6 +372,7 @@ class MemoryService:
         return {"added": [{"kind": k, "id": i, "content": c} for k, i, c in result.added],
                 "withheld": [{"id": i, **flagged.withheld(graph.nodes[i])} for i in sorted(held) if i in graph.nodes],
                 "confirmed": [{"kind": k, "id": i} for k, i in result.confirmed],
+                "updated": [{"id": u.old_id, "by": u.new_id, "old": u.old, "new": u.new} for u in result.updated],
                 "refused": result.refused, "flagged": result.flagged, "turns": result.turns,
                 "summary": result.summary()}
 
@@ -404,6 +410,23 @@ class MemoryService:
                 lifecycle.supersede(graph, old, written.node.id, writer=MIRROR_WRITER,
                                     reason="replaced with Hermes' memory tool")
         return {"id": written.node.id, "superseded": old, "warnings": written.warnings}
+
+
+def _since_updated(graph: SoulGraph, node: Any) -> str:
+    """What later memories changed of this one, for its recall line: "; since updated: 45 sources → 52 sources
+    (2024-05-02)" (the newest change of each value)."""
+    changes = node.metadata.get(lifecycle.UPDATED) or []
+    if not changes:
+        return ""
+    latest: dict[str, dict[str, Any]] = {}
+    for change in changes:
+        latest[str(change.get("old"))] = change
+    parts = []
+    for change in list(latest.values())[-3:]:
+        by = graph.nodes.get(str(change.get("by")))
+        when = by.created_at if by is not None else float(change.get("at") or 0)
+        parts.append(f"{change.get('old')} → {change.get('new')} ({time.strftime('%Y-%m-%d', time.gmtime(when))})")
+    return "; since updated: " + ", ".join(parts)
 
 
 def _turn_stored(graph: SoulGraph, session_id: str, turn_id: str, scope: str) -> str | None:

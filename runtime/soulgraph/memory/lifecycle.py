@@ -25,7 +25,9 @@ from typing import Any
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
 from soulgraph.memory import record
 
-ACTIONS = ("confirm", "weaken", "contradict", "supersede", "archive", "merge", "share", "forget", "release")
+ACTIONS = ("confirm", "weaken", "contradict", "supersede", "revise", "archive", "merge", "share", "forget",
+           "release")
+UPDATED = "updated"  # metadata key: what later memories changed of this one (`revise`)
 
 
 def digest(node_record: dict[str, Any] | None) -> str | None:
@@ -99,6 +101,23 @@ def supersede(graph: SoulGraph, old_id: str, new_id: str, *, writer: str, reason
     graph.link(old_id, new_id)  # raises CycleError when new_id is an ancestor of old_id
     graph.update(old_id, status="superseded", superseded_by=new_id, valid_to=graph.clock())
     _log(graph, "supersede", old_id, writer, before, by=new_id, reason=reason)
+    return node
+
+
+def revise(graph: SoulGraph, node_id: str, by_id: str, *, old: str, new: str, about: list[str] | tuple[str, ...],
+           writer: str) -> Node:
+    """`by_id` changes one value this memory holds (`old` -> `new`, `about` the words that
+    name it): the memory stays active, for the rest of what it says, and its metadata lists
+    the change (`updated`), which recall shows beside it. For a memory that holds many
+    statements (a conversation turn); one that holds one is superseded instead."""
+    if by_id == node_id:
+        raise SoulGraphError(f"{node_id!r} cannot revise itself")
+    graph.get(by_id)
+    node, before = _node(graph, node_id)
+    changes = [c for c in node.metadata.get(UPDATED, []) if c.get("by") != by_id or c.get("old") != old]
+    changes.append({"old": old, "new": new, "about": list(about), "by": by_id, "at": graph.clock()})
+    graph.update(node_id, metadata={**node.metadata, UPDATED: changes[-10:]})
+    _log(graph, "revise", node_id, writer, before, by=by_id)
     return node
 
 

@@ -1,0 +1,283 @@
+"""Updates from conversation: a later sentence that changes a value an earlier memory holds.
+
+"My Zotero library has 45 sources" and, weeks later, "I've added 52 sources to my Zotero
+library": the second replaces what the first says about the library, and recall should say
+so. No model call: a value is read with rules (an amount of money, a percentage, a date, a
+time of day, a number with its unit), its *slot* is the words around it ("sources zotero
+library"), and an update is a sentence that
+
+1. says a value changed: an update cue near the value ("now", "new", "increased to",
+   "extended", "moved … to", "rescheduled", "reached", "down to", "I've added" …);
+2. holds a value of the same type (and for plain numbers the same unit) as a value of an
+   earlier memory of the same user, and that value differs;
+3. shares the slot: at least `MIN_SHARED` of the words around both values, the unit counted
+   once, with at least one of them not a common word of the graph.
+
+Precision matters more than recall (a wrong update hides a true memory), so every test is a
+"must" and the candidates are few: the graph's own search for the slot's words, earlier
+memories of the same scope only. What happens to the old memory is the writer's choice
+(memory/lifecycle.py): a memory that holds one statement (a typed fact) is superseded; a
+conversation turn, which holds many, stays and is marked `updated` (its metadata lists what
+changed, and by which memory), which recall shows beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from soulgraph.engine.graph import ACTIVE, Node, SoulGraph
+from soulgraph.engine.index import stem
+
+MIN_SHARED = 2  # slot words both sentences must share
+WINDOW = 10  # words each side of a value that make its slot
+CANDIDATES = 12  # earlier memories the search brings for one changed value
+MAX_SENTENCES = 40  # sentences of a memory read for values
+
+_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
+_VALUE = re.compile(
+    r"(?P<money>[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|million|billion)\b)?)"
+    r"|(?P<percent>\b\d+(?:\.\d+)?\s?%)"
+    r"|(?P<date>\b(?:" + _MONTHS + r")[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b(?:-\d{1,2}\b)?"
+    r"|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b)"
+    r"|(?P<time>\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b)"
+    r"|(?P<number>\b\d[\d,]*(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)(?:\s?(?P<unit>[a-z]+))?",
+    re.IGNORECASE)
+# An update cue is a phrase that ends right before the value and says it is the new one:
+# "increased … to", "has now reached", "is now", "the new … of", "from X to". A change by an
+# amount ("increased by 25%") says nothing of the value, and a question or a plan ("what if it
+# were 90?", "I'm planning to raise it to 20%") is not a change.
+_CHANGED = (r"(?:increased|decreased|raised|lowered|reduced|extended|shortened|moved|rescheduled|postponed|"
+            r"pushed(?:\s+back)?|adjusted|changed|updated|revised|bumped(?:\s+up)?|dropped|improved|grown|grew|"
+            r"rose|risen|fell|fallen|cut|switched|upgraded|downgraded|expanded|boosted|shifted|lifted|"
+            r"brought(?:\s+it)?(?:\s+(?:down|up))?|got(?:\s+it)?\s+(?:down|up)|gone\s+(?:up|down))")
+_CUE_BEFORE = re.compile(
+    r"(?:\b" + _CHANGED + r"\b(?:\s+[\w'-]+){0,6}?\s+(?:to|of)"
+    r"|\b(?:moving|increasing|raising|lowering|reducing|extending|shortening|adjusting|changing|updating|"
+    r"rescheduling|upgrading|bumping|cutting)\b(?:\s+[\w'-]+){0,6}?\s+to"
+    r"|\b(?:upgrade|update|change|increase|reduction|extension)\s+to"
+    r"|\b(?:has|have|had|'s|'ve)\s+(?:now\s+|recently\s+|just\s+|finally\s+)?(?:reached|hit|hits|added|completed)"
+    r"|\b(?:reached|hit)\b"
+    r"|\b(?:is|are|was|were|stands?|sits?)\s+(?:now|currently)(?:\s+at)?"
+    r"|\b(?:now|currently)\s+(?:at|reached|stands\s+at|sits\s+at|totals?|averaging|around|about)"
+    r"(?:\s+(?:around|about|just))?"
+    r"|\bget(?:ting)?\s+it\s+(?:down|up)\s+to(?:\s+just)?"
+    r"|\bnew\b(?:\s+[\w'-]+){0,2}?\s+(?:of|is|at|to|:)|\bnew"
+    r"|\bfrom\s+(?P<was>\S+(?:\s+[ap]m)?)\s+to)\s*$",
+    re.IGNORECASE)
+_VERB = re.compile(r"(?:increas|decreas|rais|lower|reduc|extend|shorten|mov|reschedul|postpon|push|adjust|chang|"
+                   r"updat|revis|bump|drop|improv|grow|grew|rose|rise|fell|fall|cut|switch|upgrad|downgrad|expand|"
+                   r"boost|shift|lift|brought|reach|manag|agree|focus|found|reflect|spent|spend|made|set|keep|kept)")
+_LEADING = re.compile(r"[$€£]?\s?[\d,.]*\d%?|\S+")
+_TARGET = re.compile(r"\b(?:aim\w*|target\w*|goal\w*|achieve|achieving|hop(?:e|ing)|want|wanting|plan\w*|objective|"
+                     r"trying\s+to\s+(?:reach|get|hit)|to\s+reach)\b", re.IGNORECASE)
+_FROM = re.compile(r"\bfrom\s+(\S+(?:\s+[ap]m)?)\s+to\s*$", re.IGNORECASE)
+_GERUND = re.compile(r"\b\w+ing\b", re.IGNORECASE)
+_CODE = re.compile(r"[=`{}<>\[\];]|\w\(|\)\.")
+_DATE_CUE = re.compile(r"\b(?:" + _CHANGED + r"|moving|rescheduling|extending|postponing|new)\b", re.IGNORECASE)
+_NOT_A_CHANGE = re.compile(
+    r"\b(?:if|whether|would|could|might|should\s+i|how\s+(?:will|would|can|do)|what\s+(?:if|would)|"
+    r"plan(?:ning)?\s+to|thinking\s+(?:of|about)|consider(?:ing)?|want\s+to|going\s+to|hope\s+to|aim(?:ing)?\s+to|"
+    r"goal\s+(?:is|of)\s+)\b",
+    re.IGNORECASE)
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=\S))+(?:[.!?]+|$)")  # "1.2 seconds" is not two sentences
+_WORD = re.compile(r"[a-z][a-z'-]*")
+# Words that say nothing about which value is meant (besides the index's stopwords).
+_GENERIC = frozenset("""
+    about after again all also am any around been before being both can could did do does doing
+    done each even ever few get gets getting got had having he her here him his how into just
+    like lot make making many me more most much my myself need needs no not now off once only
+    other our out over own really same she should some such than their them there these they
+    those through too under until up very want wants we what when where which while who why
+    would you your yours trying try help sure know think going kinda sort way thing things
+    currently already still yet well able last next first new recently total per since over
+    let let's i'm i've i'd i'll it's that's can't don't won't i’m
+    """.split())
+
+
+@dataclass(frozen=True)
+class Value:
+    type: str  # money, percent, date, time, number
+    text: str  # as written
+    norm: str  # for comparing: digits and unit, lower case
+    unit: str  # the unit word of a number ("sources"), "" for the other types
+    slot: frozenset[str]  # the words around it (stemmed), the unit among them
+    cued: bool  # an update cue says it is a new value
+    was: str = ""  # the old value the sentence names ("from 15% to 20%"), normalised
+    target: bool = False  # a value aimed at ("aiming for 10 books"), not one reached: another slot
+
+
+@dataclass(frozen=True)
+class Update:
+    old_id: str
+    new_id: str
+    old: str  # the old value as written
+    new: str
+    about: tuple[str, ...]  # the slot words both share, sorted
+
+
+# Slots with a name: what the user says of themselves, where one value replaces the other
+# without any cue ("I live in Berlin now" after "I live in Paris"). The name is the slot, the
+# words that find older statements of it are its query.
+def _name(n: int) -> str:
+    """A capitalised name (case-sensitive inside a case-insensitive pattern), as group value<n>."""
+    return rf"(?P<value{n}>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,3}}))"
+
+
+
+_NAMED = (
+    ("lives in", "live moved based", re.compile(
+        r"\b(?:i|we)\s+(?:now\s+|still\s+)?(?:live|living|reside)\s+in\s+" + _name(1)
+        + r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+to\s+" + _name(2)
+        + r"|\bi(?:'m|\s+am)\s+(?:now\s+)?based\s+in\s+" + _name(3), re.IGNORECASE)),
+    ("works at", "work job joined", re.compile(
+        r"\bi\s+(?:now\s+|still\s+)?work\s+(?:at|for)\s+" + _name(1)
+        + r"|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?joined\s+" + _name(2)
+        + r"|\bmy\s+new\s+job\s+(?:is\s+)?(?:at|with)\s+" + _name(3), re.IGNORECASE)),
+    ("favourite", "favourite favorite", re.compile(
+        r"\bmy\s+(?:new\s+)?fav(?:ou)?rite\s+(?P<what>[a-z]+(?:\s+[a-z]+)?)\s+(?:is|are)\s+(?:now\s+)?"
+        r"(?P<value1>[\w'-]+(?:\s+[\w'-]+){0,3}?)(?=\s*(?:[,.;!?]|$|\s+(?:now|these\s+days|nowadays|and|but)\b))",
+        re.IGNORECASE)),
+)
+
+
+def named(text: str) -> list[Value]:
+    """The named slots a text states of its writer (where they live, work, their favourite X)."""
+    out = []
+    for slot, query, pattern in _NAMED:
+        for match in pattern.finditer(text[:20_000]):
+            value = next((v for k, v in match.groupdict().items() if k.startswith("value") and v), "").strip()
+            if not value or (slot != "favourite" and value.split()[0].lower() in ("the", "a", "my", "our", "an")):
+                continue
+            what = match.groupdict().get("what") or ""
+            key = f"{slot} {what}".strip() if what else slot
+            out.append(Value(key, value, value.lower(), "", frozenset(query.split()) | set(what.split()), True))
+    return out
+
+
+def values(text: str) -> list[Value]:
+    """Every value of a text, with its slot and whether an update cue is near it."""
+    out: list[Value] = named(text)
+    for sentence in _SENTENCE.findall(text[:20_000])[:MAX_SENTENCES]:
+        if _CODE.search(sentence):
+            continue  # code: its numbers are settings and line numbers, not what the user said
+        lowered = sentence.lower()
+        words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(lowered)]
+        for match in _VALUE.finditer(sentence):
+            kind = match.lastgroup if match.lastgroup != "unit" else "number"
+            if match.group("number") is not None:
+                kind = "number"
+            raw = match.group(kind).rstrip(",.")
+            unit = ""
+            if kind == "number":
+                unit = _unit(match.group("unit"))
+                if _year(raw, unit) or "." in raw and not unit:
+                    continue  # a year or a version is no slot
+            start, end = match.start(), match.end()
+            before = [w for s, _e, w in words if s < start][-WINDOW:]
+            after = [w for s, _e, w in words if s >= end][:WINDOW]
+            slot = {stem(w) for w in before + after if _content(w) and not _VERB.match(w)}
+            if unit:
+                slot.add(unit)
+            cue = _CUE_BEFORE.search(sentence[max(0, start - 70):start])
+            cued = cue is not None and not _NOT_A_CHANGE.search(sentence[:start])
+            if cued and sentence.rstrip().endswith("?") and _GERUND.search(cue.group()):
+                cued = False  # "how would increasing it to 50% …?" asks, it does not tell
+            if cued and kind == "date" and not _DATE_CUE.search(cue.group()):
+                cued = False  # "completed … by June 27" dates an event; a date changes when it is moved
+            if cued and "new" in cue.group().lower() and re.search(r"\bNew\s+[A-Z]", cue.group()):
+                cued = False  # "New Gary": a name, not a new value
+            named_old = _FROM.search(sentence[max(0, start - 40):start]) if cued else None
+            was = _norm(_LEADING.match(named_old.group(1)).group(), kind) if named_old else ""
+            target = bool(_TARGET.search(sentence[max(0, start - 50):start]))
+            out.append(Value(kind, raw, _norm(raw, kind), unit, frozenset(slot), cued, was, target))
+    return out
+
+
+def _content(word: str) -> bool:
+    from soulgraph.engine.index import STOPWORDS
+    return len(word) > 2 and word not in STOPWORDS and word not in _GENERIC
+
+
+def _unit(word: str | None) -> str:
+    if not word:
+        return ""
+    word = word.lower()
+    if word in ("ms", "s", "h", "k", "kb", "mb", "gb", "tb", "x", "km", "kg", "mi", "lbs"):
+        return word
+    if not _content(word) or word in ("am", "pm", "th", "st", "nd", "rd"):
+        return ""
+    return stem(word)
+
+
+def _year(raw: str, unit: str) -> bool:
+    return len(raw) == 4 and raw.isdigit() and 1900 <= int(raw) <= 2100
+
+
+def _norm(raw: str, kind: str) -> str:
+    text = raw.lower().replace(",", "").replace(" ", "")
+    if kind == "date":
+        text = re.sub(r"(?<=\d)(?:st|nd|rd|th)\b", "", text)
+        text = re.sub(r"^([a-z]{3})[a-z]*\.?", r"\1", text)
+    return text
+
+
+def _same_slot(new: Value, old: Value, rare: set[str]) -> tuple[str, ...] | None:
+    if new.type != old.type or new.norm == old.norm or (new.was and new.was != old.norm) or new.target != old.target:
+        return None
+    if new.type == "number" and new.unit != old.unit and not (not new.unit and old.unit in new.slot):
+        return None  # "reached 165" matches "150 commits" when "commits" is among its slot words
+    if new.type.startswith(_NAMED_TYPES):
+        return (new.type,)  # a named slot: the name is the match
+    shared = new.slot & old.slot
+    if len(shared) < MIN_SHARED or not (shared & rare):
+        return None
+    return tuple(sorted(shared))
+
+
+_NAMED_TYPES = tuple(slot for slot, _query, _pattern in _NAMED)
+
+
+def find(graph: SoulGraph, node: Node, text: str | None = None, *, scope: str | None = None,
+         kinds: Iterable[str] | None = None) -> list[Update]:
+    """The earlier memories whose values `node`'s text (or `text`, a part of it) changes.
+    Only memories of the same scope, created before it, active; one update per old memory
+    (its best shared slot)."""
+    scope = node.scope if scope is None else scope
+    kinds = set(kinds) if kinds is not None else None
+    changed = [v for v in values(node.content if text is None else text) if v.cued]
+    if not changed:
+        return []
+    found: dict[str, Update] = {}
+    for value in changed:
+        query = " ".join(sorted(value.slot))
+        rare = {w for w in value.slot if _rare(graph, w)}
+        best: list[tuple[int, float, Update]] = []
+        for hit in graph.query(query, CANDIDATES, where=lambda n: (n.scope == scope and n.status == ACTIVE
+                                                                  and n.created_at < node.created_at
+                                                                  and n.id != node.id)):
+            old = hit.node
+            if old.id in found or (kinds is not None and old.kind not in kinds):
+                continue
+            held_values = values(old.content)
+            if any(h.type == value.type and h.norm == value.norm for h in held_values):
+                continue  # it already holds the new value: a restatement, not an update
+            for held in held_values:
+                about = _same_slot(value, held, rare)
+                if about is not None:
+                    best.append((len(about), old.created_at, Update(old.id, node.id, held.text, value.text, about)))
+                    break
+        if value.type.startswith(_NAMED_TYPES):  # the user's own statement of a named slot: every older one
+            for _shared, _at, update in best:
+                found[update.old_id] = update
+        elif best:  # the memory that shares most of the slot (the latest on a tie): one, not every candidate
+            update = max(best, key=lambda b: (b[0], b[1]))[2]
+            found[update.old_id] = update
+    return list(found.values())
+
+
+def _rare(graph: SoulGraph, word: str) -> bool:
+    """A word in under a fifth of the graph's memories, or in a few (it tells one slot from another)."""
+    held = len(graph.index.posting(word))
+    return held <= 3 or held * 5 < len(graph.nodes)

@@ -1,0 +1,142 @@
+"""Memory that corrects itself: a later turn that changes a value marks or replaces the old memory.
+
+Through the memory service Hermes' provider talks to (sync_turn, consolidate at session end,
+recall as prefetch), and the rules of memory/updates.py on their own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from soulgraph.hermes.memory_service import MemoryService
+from soulgraph.memory import lifecycle, updates
+from soulgraph.store import SoulFile
+
+ROOT = Path(__file__).resolve().parent.parent
+DAY = 86400.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def service(tmp_path):
+    clock = Clock()
+    svc = MemoryService(SoulFile(tmp_path / "soul.json", clock=clock), embed=False)
+    svc.clock = clock
+    return svc
+
+
+def session(service, session_id: str, *turns: str, scope: str = "") -> dict:
+    for text in turns:
+        service.clock.now += 60
+        service.sync_turn(user=text, session_id=session_id, scope=scope)
+    service.clock.now += 60
+    return service.consolidate(session_id=session_id, scope=scope)
+
+
+def test_a_move_and_a_new_favourite_replace_the_old_facts(service):
+    first = session(service, "s1", "I live in Paris with my partner Sam", "My favourite drink is green tea")
+    typed = {a["content"]: a["id"] for a in first["added"]}
+    service.clock.now += 30 * DAY
+    second = session(service, "s2", "we moved to Berlin last month, so I live in Berlin now",
+                     "I quit green tea; these days my favourite drink is black coffee")
+    changed = {(u["old"], u["new"]) for u in second["updated"]}
+    assert changed == {("Paris", "Berlin"), ("green tea", "black coffee")}
+
+    graph = service.soul.graph()
+    old_home = graph.nodes[typed["I live in Paris with my partner Sam"]]
+    assert old_home.status == "superseded" and "Berlin" in graph.nodes[old_home.superseded_by].content
+    assert graph.nodes[typed["My favourite drink is green tea"]].status == "superseded"
+
+    where = service.recall(query="where do I live?")["text"]
+    lines = where.splitlines()
+    assert "Berlin" in lines[0]
+    paris = [line for line in lines if "Paris" in line]
+    assert paris and all("since updated: Paris → Berlin" in line for line in paris)
+    drink = service.recall(query="what is my favourite drink?")["text"].splitlines()
+    assert "black coffee" in drink[0]
+    assert all("since updated" in line for line in drink if "green tea" in line and "quit" not in line)
+
+
+def test_a_changed_number_marks_the_turn_that_held_it(service):
+    session(service, "s1", "My Zotero library has 45 sources, tagged by theme and date.")
+    service.clock.now += 10 * DAY
+    kept = session(service, "s2", "Good news: my Zotero library has now reached 52 sources.")
+    assert [(u["old"], u["new"]) for u in kept["updated"]] == [("45", "52")]
+    graph = service.soul.graph()
+    old = graph.nodes[kept["updated"][0]["id"]]
+    assert old.status == "active"  # a turn keeps the rest of what it says
+    assert old.metadata[lifecycle.UPDATED][0]["new"] == "52"
+    assert any(e["action"] == "revise" and e["node"] == old.id for e in graph.audit)
+    text = service.recall(query="how many sources are in my Zotero library?")["text"]
+    assert "since updated: 45 → 52" in text
+
+
+@pytest.mark.parametrize("later", [
+    "I increased my reading time by 25% this month.",  # a change by an amount, not a value
+    "What if my Zotero library had 90 sources, would tagging still work?",  # a question
+    "I'm planning to grow my Zotero library to 80 sources next year.",  # a plan
+    "My rent went up to $1,200 a month.",  # another slot
+    "My Zotero library has 45 sources, and now reached 45 sources again.",  # the same value
+])
+def test_what_is_not_an_update_changes_nothing(service, later):
+    session(service, "s1", "My Zotero library has 45 sources, tagged by theme and date.")
+    service.clock.now += DAY
+    assert session(service, "s2", later)["updated"] == []
+    assert "since updated" not in service.recall(query="Zotero library sources")["text"]
+
+
+def test_another_users_statement_never_changes_mine(service):
+    session(service, "a1", "I live in Paris.", scope="telegram:1")
+    service.clock.now += DAY
+    assert session(service, "b1", "I live in Berlin now.", scope="telegram:2")["updated"] == []
+    assert "since updated" not in service.recall(query="where do I live", scope="telegram:1")["text"]
+
+
+def test_the_rules_read_cues_plans_and_code_apart():
+    def cued(text):
+        return [(v.text, v.was) for v in updates.values(text) if v.cued]
+
+    assert cued("The dashboard API response time has recently improved to 250ms.") == [("250", "")]
+    assert cued("I reduced the image size from 120MB to 85MB.") == [("85", "120")]
+    assert cued("I won't meet the new April 25 deadline.") == [("April 25", "")]
+    assert cued("How would increasing my bond allocation to 50% change the risk?") == []
+    assert cued("I introduced a new data visualization technique on July 13.") == []
+    assert cued("We volunteered at the New Gary Arts Festival on May 4.") == []
+    assert cued("config.port = 8000; it was changed to 8080") == []  # code
+    assert [v.type for v in updates.values("I moved to Lisbon.")] == ["lives in"]
+    assert updates.values("I live in a small flat.") == []  # not a name
+
+
+def test_the_harness_scores_a_record_and_names_a_bad_line(tmp_path):
+    history = [{"time": "2024-03-01", "speaker": "user", "text": "My Zotero library has 45 sources right now."},
+               {"time": "2024-03-01", "speaker": "user", "text": "I also like long walks by the river."},
+               {"time": "2024-03-09", "speaker": "user", "text": "My Zotero library has now reached 52 sources."}]
+    record = {"id": "t-1-ku0", "history": history, "question": "How many sources are in my Zotero library?",
+              "answer": "52", "current_evidence": [2], "stale_evidence": [0], "meta": {"tier": "t", "conversation": 1}}
+    good = tmp_path / "updates.jsonl"
+    good.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "soulgraph.eval", "updates", str(good), "--lexical", "--json"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["all"] == {"records": 1, "current_in_top": 1.0, "stale_shown_as_current": 0.0,
+                             "current_above_stale": 1.0}
+    assert report["revisions"][0]["from"] == "45" and report["revisions"][0]["to"] == "52"
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(record) + "\n{not json\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "soulgraph.eval", "updates", str(bad)],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert run.returncode == 2 and f"{bad}:2: not JSON" in run.stderr
