@@ -33,9 +33,11 @@ import math
 import re
 import unicodedata
 from pathlib import Path
-from typing import Any
+from itertools import compress, repeat
+from operator import itemgetter
+from typing import Any, Iterable
 
-__all__ = ["features", "score", "flags", "status", "MODEL_PATH"]
+__all__ = ["features", "words", "score", "flags", "status", "MODEL_PATH"]
 
 MODEL_PATH = Path(__file__).with_name("injection_model.json.gz")
 
@@ -71,9 +73,14 @@ def _word_features(word: str) -> list[str]:
     return ["w:" + word] + ["g:" + edged[i:i + 3] for i in range(len(edged) - 2)]
 
 
-def _words(folded: str) -> list[str]:
-    """The words of a folded text: runs of letters, marks and digits."""
-    return folded[:MAX_FEATURE_CHARS].translate(_SEPARATORS).split()[:MAX_FEATURE_WORDS]
+def words(folded: str) -> list[str]:
+    """The words of a folded text the model reads: runs of letters, marks and digits, the first
+    `MAX_FEATURE_WORDS` in its first `MAX_FEATURE_CHARS` characters."""
+    out = folded[:MAX_FEATURE_CHARS].translate(_SEPARATORS).split()
+    return out if len(out) <= MAX_FEATURE_WORDS else out[:MAX_FEATURE_WORDS]
+
+
+_words = words
 
 
 def _pairs(words: list[str]) -> list[str]:
@@ -108,46 +115,86 @@ def features(folded: str) -> list[str]:
 
 
 class _Model:
+    """The weights, and per-word caches that turn a score into a few C-level passes over the words."""
+
     def __init__(self, data: dict[str, Any]):
         self.weights: dict[str, float] = data["weights"]
         self.bias = float(data["bias"])
         self.threshold = float(data["threshold"])
         self.info = {k: v for k, v in data.items() if k != "weights"}
-        # word -> (its features' weight, their count, its name in word pairs or None)
-        self.words: dict[str, tuple[float, int, str | None]] = {}
+        # the word-pair weights by first word, then second: no "b:a b" string built per pair
+        self.pairs: dict[str, dict[str, float]] = {}
+        for name, weight in self.weights.items():
+            if name.startswith("b:"):
+                a, _, b = name[2:].partition(" ")
+                self.pairs.setdefault(a, {})[b] = weight
+        # per distinct word, filled on first sight: its own features' weight, their count, its
+        # name in word pairs (None for a run of a script written without spaces: no pairs), and
+        # the weights of the pairs it starts (keyed by the next word's name)
+        self.word_weight: dict[str, float] = {}
+        self.word_count: dict[str, int] = {}
+        self.word_name: dict[str, str | None] = {}
+        self.word_next: dict[str, dict[str, float]] = {}
 
-    def word(self, word: str) -> tuple[float, int, str | None]:
-        known = self.words.get(word)
-        if known is None:
+    def learn(self, words: Iterable[str]) -> None:
+        """Fill the caches for the words not seen before."""
+        missing = set(words).difference(self.word_weight)
+        if not missing:
+            return
+        if len(self.word_weight) + len(missing) > _CACHE_LIMIT:
+            for cache in (self.word_weight, self.word_count, self.word_name, self.word_next):
+                cache.clear()
+            missing = set(words)
+        get = self.weights.get
+        for word in missing:
             names = _word_features(word)
-            get = self.weights.get
-            pair_name = "0" if word.isdigit() else (None if _UNSPACED.search(word) else word)
-            known = (sum(get(name, 0.0) for name in names), len(names), pair_name)
-            if len(self.words) >= _CACHE_LIMIT:
-                self.words.clear()
-            self.words[word] = known
-        return known
+            name = "0" if word.isdigit() else (None if _UNSPACED.search(word) else word)
+            self.word_weight[word] = sum(get(n, 0.0) for n in names)
+            self.word_count[word] = len(names)
+            self.word_name[word] = name
+            self.word_next[word] = self.pairs.get(name, _NO_PAIRS) if name is not None else _NO_PAIRS
 
     def score(self, folded: str) -> float:
         """The same sum as over `features(folded)`, a word's own features added up once."""
-        return self.score_words(_words(folded))
+        return self.score_words(_words(folded), *_shape(folded))
 
-    def score_words(self, words: list[str]) -> float:
-        if not words:
-            return self.bias
-        total, count = 0.0, 0
-        known, get = self.words.get, self.weights.get
-        previous = None
-        for w in words:
-            cached = known(w)
-            weight, n, name = cached if cached is not None else self.word(w)
-            total += weight
-            count += n
-            if name is not None and previous is not None:
-                total += get("b:" + previous + " " + name, 0.0)
-                count += 1
-            previous = name
+    def score_words(self, words: list[str], spaced: bool = False, numbers: bool = True) -> float:
+        """The score of a text's words. `spaced`: the text has no character of a script written
+        without spaces (so every neighbouring pair of words is a feature); `numbers`: it may
+        have a word of digits (whose name in pairs is "0"; without one, a word's name is itself)."""
+        if len(words) < 2:
+            if not words:
+                return self.bias
+            self.learn(words)
+            return self.bias + self.word_weight[words[0]] / math.sqrt(self.word_count[words[0]])
+        look = itemgetter(*words)
+        try:
+            weights = look(self.word_weight)
+        except KeyError:
+            self.learn(words)
+            weights = look(self.word_weight)
+        count = sum(look(self.word_count))
+        nexts = look(self.word_next)
+        names = look(self.word_name) if numbers or not spaced else words
+        # each word's pairs, looked up by the next word's name; most words start some pair
+        total = sum(weights) + sum(map(dict.get, compress(nexts, nexts), compress(names[1:], nexts), repeat(0.0)))
+        if spaced:
+            count += len(names) - 1
+        else:  # a pair with a word of an unspaced script is no feature
+            count += sum(1 for a, b in zip(names, names[1:]) if a is not None and b is not None)
         return self.bias + total / math.sqrt(count)
+
+
+_NO_PAIRS: dict[str, float] = {}
+
+
+def _shape(folded: str) -> tuple[bool, bool]:
+    """Whether the text is `spaced` (no character of a script written without spaces: one test
+    of the text, not one per word) and may have `numbers` (words of digits), as `score_words`
+    takes them."""
+    if folded.isascii():
+        return True, any(d in folded for d in "0123456789")
+    return _UNSPACED.search(folded) is None, True
 
 
 _MODEL: _Model | None = None
@@ -173,13 +220,19 @@ def score(folded: str) -> float | None:
     return None if model is None else model.score(folded)
 
 
-def flags(folded: str) -> bool:
-    """Whether the model flags a folded text as an injection."""
+def flags(folded: str, split: list[str] | None = None) -> bool:
+    """Whether the model flags a folded text as an injection (`split`: its `words`, when known)."""
     model = _model()
     if model is None:
         return False
-    words = _words(folded)
-    return _enough(words) and model.score_words(words) > model.threshold
+    words = _words(folded) if split is None else split
+    spaced, numbers = _shape(folded)
+    if spaced:
+        if len(words) < MIN_WORDS:
+            return False
+    elif not _enough(words):
+        return False
+    return model.score_words(words, spaced, numbers) > model.threshold
 
 
 def status() -> dict[str, Any]:
