@@ -195,3 +195,30 @@ def test_prose_about_passwords_passes(text):
 def test_known_values_are_digests_only():
     for digest in DATA["known_values_sha256"]:
         assert re.fullmatch(r"[0-9a-f]{64}", digest)
+
+
+def _required_literals(parsed) -> set[str]:
+    """The characters every match of a parsed pattern holds (its top-level literals)."""
+    out: set[str] = set()
+    for op, av in parsed:
+        if op is C.LITERAL:
+            out.add(chr(av))
+        elif op is C.SUBPATTERN:
+            out |= _required_literals(av[3])
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+            out |= _required_literals(av[2])
+    return out
+
+
+def test_the_character_gates_of_keywordless_mixed_rules_are_in_their_patterns():
+    """Every mixed rule without keywords that needs a punctuation character is gated by it, and
+    the character gate is one its pattern needs (a gate never hides a match)."""
+    needing = {}
+    for rule_id, spec in SPECS.items():
+        if spec["mixed"] and not spec["keywords"]:
+            punctuation = {c for c in _required_literals(sre_parse.parse(spec["pattern"])) if not c.isalnum()}
+            if punctuation:
+                needing[rule_id] = punctuation
+    assert set(S._MIXED_NEEDS_CHAR) == set(needing)
+    for rule_id, char in S._MIXED_NEEDS_CHAR.items():
+        assert char in needing[rule_id]

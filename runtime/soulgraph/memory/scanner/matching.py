@@ -89,6 +89,12 @@ class Rule:
     # regex over all prefixes (alternations of common first letters scan slowly).
     keywords: tuple[str, ...]
     find: Finder
+    # For a text of ASCII characters, a cheaper gate than the keywords, when the rule has one:
+    # the rule runs only if one of `words` is a whole word of the lower-cased text (a run of
+    # letters and digits, as the detector splits it: one set operation for every rule) or one
+    # of `literals` is in it. Each is implied by the rule's patterns, as the keywords are.
+    words: frozenset[str] | None = None
+    literals: tuple[str, ...] = ()
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -158,6 +164,21 @@ class Words:
         if len(self.words) > 1:
             found.sort()
         return found
+
+
+LONG_TEXT = 8192  # characters: past this, literals without whitespace are looked up in `pieces`
+
+
+def pieces(folded: str) -> str:
+    """A long text's distinct whitespace-separated pieces, a line each: a literal without
+    whitespace is in the text exactly when it is in these. Hostile text repeats its pieces, and
+    dozens of literal tests over all of it cost more than one split."""
+    return "\n".join(set(folded.split()))
+
+
+def unspaced(literal: str) -> bool:
+    """No whitespace in the literal (so `pieces` can answer for it)."""
+    return len(literal.split()) == 1 and literal.split()[0] == literal
 
 
 def classes(value: str) -> int:

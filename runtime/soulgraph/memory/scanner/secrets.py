@@ -113,8 +113,8 @@ import os
 import re
 from typing import Iterator
 
-from soulgraph.memory.scanner.matching import (ALNUM, LETTERS, SCHEME_TAIL, SECRET, TRAILING, WORD, Finding, Lower, Rule,
-                                               Words, classes, free_left, token, valued)
+from soulgraph.memory.scanner.matching import (ALNUM, LETTERS, LONG_TEXT, SCHEME_TAIL, SECRET, TRAILING, WORD, Finding,
+                                               Lower, Rule, Words, classes, free_left, pieces, token, unspaced, valued)
 
 # gitleaks' allowlist say the same): placeholders, references, paths, templates.
 _PLACEHOLDER_WORDS = ("your", "example", "placeholder", "redacted", "changeme", "change_me",
@@ -697,8 +697,11 @@ A finding overlapping an earlier rule's is dropped, so a hand rule's span and id
 #   regex that skips from digit to digit finds those runs, and ordinary prose has none;
 # - the others need one character of a small set (`_` for `react_app_…`, `<` for `<add key=`):
 #   a single-character test (a memchr) each, shared by every rule that names that character.
-# Only then are the rule's keywords tested, each keyword once per text, its rarest character
-# first. Which rules run changes nothing in what they find: each gate is implied by the rule.
+# Only then are the remaining rules' keywords tested: each keyword once per text, shorter ones
+# first (one found absent rules out the longer ones that hold it), the second keyword sets only
+# for rules whose first set was found; the plan of tests is worked out once per set of rules
+# left (`_keyword_plan`). Which rules run changes nothing in what they find: each gate is
+# implied by the rule.
 
 _MIXED_AT = re.compile(r"[0-9](?:(?<=[A-Za-z][0-9])|(?=[A-Za-z]))")
 _DIGITS = "0123456789"
@@ -730,19 +733,11 @@ def _mixed_run(text: str) -> int:
     return n
 
 
-# How likely a character is to occur somewhere in an ordinary 300-character English note
-# (lower-cased): a rough guess (the table scripts/build_secret_rules.py uses to pick a data rule's
-# gate), used here to test a keyword's rarest character before the keyword itself.
-_PRESENCE = dict.fromkeys("etaoinshrdlucmwfgypb .,", 1.0)
-_PRESENCE.update({"v": 0.95, "k": 0.9, "x": 0.4, "j": 0.4, "q": 0.3, "z": 0.2, "'": 0.6,
-                  "-": 0.3, ":": 0.3, "!": 0.3, "?": 0.3, "\"": 0.1, "(": 0.1, ")": 0.1})
-_PRESENCE.update(dict.fromkeys(_DIGITS, 0.3))
-
 # Gates of the hand-written rules (the data rules carry theirs, worked out from their patterns
 # by scripts/build_secret_rules.py): each is implied by the rule's pattern, as above ("digit":
 # the secret holds a digit; for OpenAI's and Anthropic's keys, whose pattern does not require
-# one, every key issued does: "T3BlbkFJ", "api03"). AWS key ids have no keywords: their own
-# literal-first pattern is cheaper than testing five prefixes.
+# one, every key issued does: "T3BlbkFJ", "api03"). AWS key ids are gated by one
+# case-sensitive test, a capital A (every prefix starts with one), cheaper than five prefixes.
 _HAND_GATES: dict[str, dict] = {
     "private-key-block": {"chars": "-"},
     "github-token": {"chars": "_"},
@@ -766,7 +761,7 @@ _HAND_GATES: dict[str, dict] = {
     "url-credentials": {"chars": "@", "chars2": "/"},
     "credential-assignment": {"chars": ":=!"},
 }
-_NO_KEYWORDS = {"aws-access-key-id"}
+_CASED_GATES = {"aws-access-key-id": ("\0A",)}  # already in the plan's form
 
 
 def _plan():
@@ -798,110 +793,133 @@ def _plan():
     for need in sorted(mixed):
         acc |= mixed[need]
         mixed_steps.append((need, acc))
-    keywords = tuple(() if r.id in _NO_KEYWORDS else r.keywords for r in rules)
+    keywords = tuple(r.keywords for r in rules)
     cased = tuple(False for _ in HAND_RULES) + tuple(g["case"] for g in _DATA_GATES)
-    families: dict[str, int] = {}
-    for i, kws in enumerate(keywords):
-        if i < len(HAND_RULES) or not kws:
-            continue
-        for f in _FAMILIES:
-            if not cased[i] and all(f in kw for kw in kws):
-                families[f] = families.get(f, 0) | (1 << i)
-                break
     # a case-sensitive keyword is looked up in the text itself, under a key of its own
-    keywords = tuple(tuple("\0" + kw for kw in kws) if c else kws
-                     for kws, c in zip(keywords, cased))
+    keywords = tuple(_CASED_GATES.get(r.id) or (tuple("\0" + kw for kw in kws) if c else kws)
+                     for r, kws, c in zip(rules, keywords, cased))
     also = tuple(() for _ in HAND_RULES) + tuple(g["and"] for g in _DATA_GATES)
     every = sorted({kw for kws in keywords + also for kw in kws}, key=len)
-    rarest = {kw: min(kw.lstrip("\0"), key=lambda c: _PRESENCE.get(c, 0.02)) for kw in every}
     # the hand rules' keywords are tested first: a data keyword holding one known absent is too
-    shorter = sorted({kw for kws in keywords[:len(HAND_RULES)] for kw in kws} | set(_FAMILIES))
+    shorter = sorted({kw for kws in keywords[:len(HAND_RULES)] for kw in kws if kw[0] != "\0"} | set(_FAMILIES))
     inside = {kw: () if kw[0] == "\0" else tuple(k for k in shorter if len(k) < len(kw) and k in kw)
               for kw in every}
     return (first, second, digit, tuple((c, a, b) for c, (a, b) in sorted(by_char.items())),
             tuple(reversed(mixed_steps)),
-            tuple(tuple(k for k in pair if k) for pair in zip(keywords, also)), rarest, inside,
-            tuple(families.items()))
+            tuple(tuple(k for k in pair if k) for pair in zip(keywords, also)), inside)
 
 
 # Keywords of the hand rules that many data rules' keywords contain ("password", "db_passw",
-# "secret:"): tested once, they rule out all those rules together.
+# "secret:"): tested first, one found absent rules out all those rules' keywords untested.
 _FAMILIES = ("pass", "secret", "pwd", "token", "key")
-(_FIRST, _SECOND, _NEEDS_DIGIT, _BY_CHAR, _MIXED_STEPS, _KEYWORDS, _RAREST, _INSIDE,
- _FAMILY_MASKS) = _plan()
+(_FIRST, _SECOND, _NEEDS_DIGIT, _BY_CHAR, _MIXED_STEPS, _KEYWORDS, _INSIDE) = _plan()
 
 
 
-_LONG = 8192  # characters
-_WORDS = re.compile(r"[a-z0-9_]+")
-_WORDLIKE = frozenset(kw for kw in _RAREST if _WORDS.fullmatch(kw))
+# Mixed rules without keywords whose pattern needs a punctuation character (tests/test_secret_rules.py
+# checks the list against rules.json): on a text with many letters-and-digits runs (code, hostile
+# input) they would otherwise all run.
+_MIXED_NEEDS_CHAR = {"noseyparker:np.kubernetes.1": ".", "detect-secrets:DiscordBotTokenDetector.1": ".",
+                     "detect-secrets:TelegramBotTokenDetector.1": ":"}
+_MIXED_NEEDS = tuple((c, sum(1 << i for i, r in enumerate(SECRET_RULES) if _MIXED_NEEDS_CHAR.get(r.id) == c))
+                     for c in sorted(set(_MIXED_NEEDS_CHAR.values())))
+_PLANS: dict[int, tuple] = {}
+_PLAN_LIMIT = 1024  # sets of gated rules whose keyword plans are kept
+
+
+def _keyword_plan(chosen: int) -> tuple:
+    """The keyword tests for the rules in `chosen`, in two steps: the keywords of the rules'
+    first sets, then those of their second sets (only for the rules still in). Each keyword is
+    tested once, shorter ones first: a keyword that holds one found absent is absent too (the
+    hand rules' keywords such as "pass" rule out "db_passw" untested). A test carries the
+    rules it lets through."""
+    needs = [0, 0]
+    enables: list[dict[str, int]] = [{}, {}]
+    bits = chosen
+    while bits:
+        bit = bits & -bits
+        bits ^= bit
+        for n, kws in enumerate(_KEYWORDS[bit.bit_length() - 1]):
+            needs[n] |= bit
+            for kw in kws:
+                enables[n][kw] = enables[n].get(kw, 0) | bit
+    at: dict[str, int] = {}
+    steps = []
+    for n in (0, 1):
+        every = {kw for kw in enables[n] if kw not in at}
+        for kw in enables[n]:
+            every.update(k for k in _INSIDE.get(kw, ()) if k not in at)
+        tests = []
+        for kw in sorted(every, key=lambda k: (len(k), k)):
+            tests.append((kw[1:] if kw[0] == "\0" else kw, kw[0] == "\0", unspaced(kw),
+                          tuple(at[k] for k in _INSIDE.get(kw, ())), enables[n].get(kw, 0)))
+            at[kw] = len(at)
+        # a keyword tested in the first step and also in a second set: its hit counts there too
+        again = tuple((at[kw], b) for kw, b in enables[n].items() if kw not in every)
+        steps.append((tuple(tests), again, needs[n]))
+    if len(_PLANS) >= _PLAN_LIMIT:
+        _PLANS.clear()
+    plan = _PLANS[chosen] = tuple(steps)
+    return plan
 
 
 def find_secrets(text: str, low: str | None, folded: str) -> list[Finding]:
     """Every secret rule on one text (`low`/`folded` as `scan` makes them), in priority order;
     a finding overlapping an earlier one is dropped. The same as running `SECRET_RULES` one by
     one (as `scanner._run` does), with most rules skipped by the gates above."""
+    # a long text: characters and keywords without whitespace are looked up among its distinct
+    # pieces (hostile text repeats its pieces; hundreds of scans of all of it cost more)
+    hay = pieces(folded) if len(folded) > LONG_TEXT else folded
     first, second = _FIRST, _SECOND
     for c, a, b in _BY_CHAR:
-        if c in folded:
+        if c in hay:
             first |= a
             second |= b
     chosen = first & second
     for d in _DIGITS:
-        if d in folded:
+        if d in hay:
             longest = _mixed_run(text)
             for need, bits in _MIXED_STEPS:
                 if need <= longest:
                     chosen |= bits
                     break
+            for c, bits in _MIXED_NEEDS:
+                if chosen & bits and c not in hay:
+                    chosen &= ~bits
             break
     else:
         chosen &= ~_NEEDS_DIGIT
 
-    seen: dict[str, bool] = {}
-    words = folded
-    if len(folded) > _LONG:
-        # a long text: word-character keywords are looked up among its distinct words only
-        # (hostile text repeats its pieces; hundreds of scans of all of it cost more)
-        words = "\0".join(set(_WORDS.findall(folded)))
-    for family, bits in _FAMILY_MASKS:
-        if chosen & bits:
-            hit = seen[family] = family in words
-            if not hit:
-                chosen &= ~bits
+    plan = _PLANS.get(chosen)
+    if plan is None:
+        plan = _keyword_plan(chosen)
+    hits: list[bool] = []
+    for tests, again, need in plan:
+        if not need & chosen:
+            continue
+        got = 0
+        for kw, cased, bare, inside, enabled in tests:
+            for k in inside:  # a shorter keyword in it, found absent
+                if not hits[k]:
+                    hits.append(False)
+                    break
+            else:
+                hit = kw in (text if cased else hay if bare else folded)
+                hits.append(hit)
+                if hit:
+                    got |= enabled
+        for k, enabled in again:
+            if hits[k]:
+                got |= enabled
+        chosen &= ~(need & ~got)
     kept: list[Finding] = []
     starts: list[int] = []
     ends: list[int] = []
-    rules, keywords, rarest, inside = SECRET_RULES, _KEYWORDS, _RAREST, _INSIDE
+    rules = SECRET_RULES
     while chosen:
         bit = chosen & -chosen
         chosen ^= bit
         i = bit.bit_length() - 1
-        skip = False
-        for kws in keywords[i]:  # any of its keywords, and any of its second set
-            for kw in kws:
-                hit = seen.get(kw)
-                if hit is None:
-                    c = rarest[kw]
-                    if kw[0] == "\0":
-                        hit = c in text and kw[1:] in text
-                    elif c in folded:
-                        hit = True
-                        for k in inside[kw]:  # a shorter keyword in it known absent
-                            if seen.get(k) is False:
-                                hit = False
-                                break
-                        hit = hit and kw in (words if kw in _WORDLIKE else folded)
-                    else:
-                        hit = False
-                    seen[kw] = hit
-                if hit:
-                    break
-            else:
-                skip = True
-                break
-        if skip:
-            continue
         rule = rules[i]
         count = 0
         for start, end in rule.find(text, low):
