@@ -25,7 +25,8 @@ from dataclasses import replace
 
 from soulgraph.memory.scanner import classifier, normalise
 from soulgraph.memory.scanner.injections import INJECTION_RULES
-from soulgraph.memory.scanner.matching import INJECTION, SECRET, Finding, Rule, ScanResult, SecretRefused
+from soulgraph.memory.scanner.matching import (INJECTION, LONG_TEXT, SECRET, Finding, Rule, ScanResult, SecretRefused,
+                                               pieces, unspaced)
 from soulgraph.memory.scanner.normalise import Folded, encoded_spans, fold
 from soulgraph.memory.scanner.secrets import SECRET_RULES, find_secrets
 
@@ -43,20 +44,38 @@ MAX_FINDINGS_PER_RULE = 100
 show where, and a bound on the work a hostile text can cause (50,000 zero-width spaces)."""
 
 
-def _run(rules: list[Rule], text: str, low: str | None, folded: str) -> list[Finding]:
+def _run(rules: list[Rule], text: str, low: str | None, folded: str,
+         words: frozenset[str] | set[str] | None = None) -> list[Finding]:
     """Run rules in priority order; a finding overlapping an earlier-kept one is dropped.
-    Kept spans never overlap, so sorted by start they are sorted by end too: one bisect
-    finds the only kept span that could overlap a new one."""
+    `words`: for an ASCII `folded`, which of the rules' gate words are words of it (the rules
+    with word gates are gated by those; None: by their keywords). Kept spans never overlap,
+    so sorted by start they are sorted by end too: one bisect finds the only kept span that
+    could overlap a new one."""
     kept: list[Finding] = []
     starts: list[int] = []
     ends: list[int] = []
+    hay = pieces(folded) if len(folded) > LONG_TEXT else None
     for rule in rules:
-        for keyword in rule.keywords:
-            if keyword in folded:
-                break
-        else:
-            if rule.keywords:
+        if hay is not None and rule.keywords:
+            for keyword in rule.keywords:
+                if keyword in (hay if keyword in _UNSPACED else folded):
+                    break
+            else:
                 continue
+        elif words is not None and rule.words is not None:
+            if rule.words.isdisjoint(words):
+                for literal in rule.literals:
+                    if literal in folded:
+                        break
+                else:
+                    continue
+        else:
+            for keyword in rule.keywords:
+                if keyword in folded:
+                    break
+            else:
+                if rule.keywords:
+                    continue
         count = 0
         for start, end in rule.find(text, low):
             i = bisect.bisect_left(starts, end)
@@ -71,6 +90,18 @@ def _run(rules: list[Rule], text: str, low: str | None, folded: str) -> list[Fin
     return kept
 
 
+_GATE_WORDS = frozenset().union(*(r.words for r in INJECTION_RULES if r.words))
+_UNSPACED = frozenset(k for r in INJECTION_RULES for k in r.keywords if unspaced(k))
+
+
+def _gate_words(folded: str, words: list[str]) -> set[str] | None:
+    """The rules' gate words among `words` (the detector's split of `folded`), when that split
+    covers all of an ASCII text; else None (the keywords gate)."""
+    if folded.isascii() and len(folded) <= classifier.MAX_FEATURE_CHARS and len(words) < classifier.MAX_FEATURE_WORDS:
+        return _GATE_WORDS.intersection(words)
+    return None
+
+
 def scan(text: str) -> ScanResult:
     """Scan one text for secrets and prompt injection. Pure; never raises on a str.
 
@@ -81,7 +112,15 @@ def scan(text: str) -> ScanResult:
     written says so in `via`, and its span is the stretch of the original it came from."""
     if not isinstance(text, str):
         raise TypeError(f"scan() takes a str, not {type(text).__name__}")
-    return ScanResult(tuple(sorted(_scan(text, decode=True), key=lambda f: (f.start, f.end, f.rule))))
+    found = _scan(text, decode=True)
+    if not found:
+        return _CLEAN
+    if len(found) > 1:
+        found.sort(key=lambda f: (f.start, f.end, f.rule))
+    return ScanResult(tuple(found))
+
+
+_CLEAN = ScanResult()
 
 
 def _scan(text: str, *, decode: bool) -> list[Finding]:
@@ -90,17 +129,23 @@ def _scan(text: str, *, decode: bool) -> list[Finding]:
     lowered = text.lower()
     low = lowered if len(lowered) == len(text) else None  # "İ" lower-cases to two characters
     findings = find_secrets(text, low, lowered)
-    plain = fold(text, lower=False)
-    if plain.text != text:  # full-width or invisible-laced keys
-        findings += _moved(find_secrets(plain.text, None, plain.text.lower()), plain, text, findings)
-    findings += _run(INJECTION_RULES, text, low, lowered)
-    read = fold(text)
-    if read.text != lowered:
-        findings += _moved(_run(INJECTION_RULES, read.text, read.text, read.text), read, text, findings)
+    if not text.isascii():  # folding keeps ASCII as it is
+        plain = fold(text, lower=False)
+        if plain.text != text:  # full-width or invisible-laced keys
+            findings += _moved(find_secrets(plain.text, None, plain.text.lower()), plain, text, findings)
+    read = fold(text, lowered=lowered)
+    words = classifier.words(read.text)  # the detector's, and the rules' gate words
+    gate = _gate_words(read.text, words)
+    if read.text == lowered:
+        findings += _run(INJECTION_RULES, text, low, lowered, gate)
+    else:
+        findings += _run(INJECTION_RULES, text, low, lowered,
+                         _gate_words(lowered, classifier.words(lowered)) if lowered.isascii() else None)
+        findings += _moved(_run(INJECTION_RULES, read.text, read.text, read.text, gate), read, text, findings)
     if decode:
         findings += _decoded(text, findings)
     # The detector judges what the rules let through; a text with a secret is refused anyway.
-    if not findings and classifier.flags(read.text):
+    if not findings and classifier.flags(read.text, words):
         findings.append(Finding(INJECTION, DETECTOR.id, DETECTOR.description, 0, len(text)))
     return findings
 
@@ -111,7 +156,7 @@ MAX_ENCODED_SPANS = 64  # encoded stretches read per text (their decoded text is
 def _decoded(text: str, kept: list[Finding]) -> list[Finding]:
     """Findings in the stretches hidden in an encoding, all decoded texts read in one scan
     (a line each), each finding moved to the encoded stretch it came from."""
-    spans = encoded_spans(text)[:MAX_ENCODED_SPANS]
+    spans = encoded_spans(text, MAX_ENCODED_SPANS)
     if not spans:
         return []
     starts, pieces, at = [], [], 0

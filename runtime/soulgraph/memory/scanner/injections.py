@@ -57,8 +57,8 @@ import re
 import unicodedata
 from typing import Iterator
 
-from soulgraph.memory.scanner.matching import (GAP, INJECTION, SCHEME_TAIL, Lower, Rule, free_left, phrase,
-                                               word_start)
+from soulgraph.memory.scanner.matching import (GAP, INJECTION, LONG_TEXT, SCHEME_TAIL, Lower, Rule, free_left,
+                                               phrase, pieces, word_start)
 
 _IGNORE_PREVIOUS = (
     r"(?:ignore|disregard|forget|override|bypass)" + GAP
@@ -357,29 +357,55 @@ _OVERRIDE_PHRASES: dict[str, str] = {
           r"(?:คำสั่ง|คำแนะนำ|ข้อแนะนำ|กฎ)(?:\S{0,6}\s{0,3})?(?:ก่อนหน้า|ข้างต้น|ที่ผ่านมา|เดิม|ก่อน)",
 }
 _OVERRIDE = {lang: re.compile(p) for lang, p in _OVERRIDE_PHRASES.items()}
-# Literal words at least one of which every phrase holds (its verb, or its word for "instructions").
-_OVERRIDE_KEYWORDS = ("ignor", "olvid", "omit", "caso", "esquec", "desconsider", "despre", "oubli", "tenez",
-                      "abstraction", "dimentic", "trascur", "perdere", "vergi", "verge", "missacht", "abaikan",
-                      "lupakan", "acuhkan", "hiraukan", "pansinin", "kalimutan", "balewala", "ipagwalang",
-                      "bo qua", "phot lo", "quen", "lo di", "khong can", "talimat", "yonerge", "komut", "kural",
-                      "direktif", "игнор", "забуд", "обращай", "отбрось", "пренебр", "تجاهل", "انس", "إنس",
-                      "تلتزم", "निर्देश", "आदेश", "नियम", "নির্দেশ", "আদেশ", "নিয়ম", "忽略", "无视", "忽视",
-                      "理会", "忘", "無視", "忽視", "理會", "指示", "命令", "指令", "ルール", "説明", "指図",
-                      "プロンプト", "지시", "명령", "지침", "규칙", "설명", "안내", "คำสั่ง", "คำแนะนำ",
-                      "ข้อแนะนำ", "กฎ")
-
-
-# Which of _OVERRIDE_KEYWORDS each language's phrase holds: a language runs only when one is there.
-_OVERRIDE_LANGUAGE_KEYWORDS = {lang: tuple(k for k in _OVERRIDE_KEYWORDS
-                                     if k in _OVERRIDE_PHRASES[lang].replace(r"\s{1,3}", " ").replace(r"\s+", " "))
-                               for lang in _OVERRIDE_PHRASES}
+# What each language's phrase must hold: its word for "instructions" (a stem, or the first word
+# of a two-word noun), and for French, whose noun is also English, its word for "previous". A
+# language's pattern runs only when each group has a literal in the text: English text full of
+# "ignore all previous instructions" runs none of them.
+_OVERRIDE_GATES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "es": (("instrucciones", "indicaciones", "reglas", "ordenes", "directrices"),),
+    "pt": (("instrucoes", "orientacoes", "regras", "ordens", "diretrizes", "tarefas"),),
+    "fr": (("instructions", "consignes", "directives", "regles", "ordres"),
+           ("precedentes", "anterieures", "ci-dessus", "d'avant")),
+    "it": (("istruzioni", "indicazioni", "regole", "direttive", "ordini"),),
+    "de": (("anweisungen", "instruktionen", "befehle", "regeln", "anordnungen", "vorgaben"),),
+    "id": (("instruksi", "petunjuk", "perintah", "aturan", "arahan", "tugas"),),
+    "tl": (("tagubilin", "instruksyon", "utos", "panuto", "patakaran"),),
+    "vi": (("huong", "chi", "lenh", "quy", "yeu"),),
+    "tr": (("talimat", "yonerge", "komut", "kural", "direktif"),),
+    "ru": (("указани", "инструкци", "правил", "команд", "распоряжени", "что"),),
+    "ar": (("التعليمات", "الإرشادات", "الأوامر", "القواعد", "التوجيهات"),),
+    "hi": (("निर्देश", "आदेश", "नियम"),),
+    "bn": (("নির্দেশ", "আদেশ", "নিয়ম"),),
+    "zh": (("指示", "说明", "說明", "指令", "命令", "规则", "規則", "提示", "要求", "任务", "任務"),),
+    "ja": (("指示", "命令", "指令", "ルール", "説明", "指図", "プロンプト"),),
+    "ko": (("지시", "명령", "지침", "규칙", "설명", "안내"),),
+    "th": (("คำสั่ง", "คำแนะนำ", "ข้อแนะนำ", "กฎ"),),
+}
+# The rule's keywords: any language's first group.
+_OVERRIDE_KEYWORDS = tuple(dict.fromkeys(k for groups in _OVERRIDE_GATES.values() for k in groups[0]))
+# For a text of ASCII characters, the languages written in Latin letters (the others cannot
+# match one) ...
+_OVERRIDE_ASCII_GATES = {lang: groups for lang, groups in _OVERRIDE_GATES.items()
+                         if all(k.isascii() for group in groups for k in group)}
+# ... and the words one of which each of their phrases holds whole (its word for "instructions",
+# or for Turkish, whose nouns take suffixes, the words that open the phrase): the rule's gate
+# on such a text.
+_OVERRIDE_ASCII_WORDS = frozenset(w for lang, groups in _OVERRIDE_ASCII_GATES.items() if lang != "tr"
+                                  for w in groups[0]) | {"onceki", "tum"}
 
 
 def _find_override_other_languages(text: str, low: str | None) -> Iterator[tuple[int, int]]:
     folded = low if low is not None else text.lower()
-    for lang, pattern in _OVERRIDE.items():
-        if any(k in folded for k in _OVERRIDE_LANGUAGE_KEYWORDS[lang]):
-            for m in pattern.finditer(folded):
+    hay = pieces(folded) if len(folded) > LONG_TEXT else folded  # the literals have no whitespace
+    for lang, groups in (_OVERRIDE_ASCII_GATES if folded.isascii() else _OVERRIDE_GATES).items():
+        for group in groups:
+            for k in group:
+                if k in hay:
+                    break
+            else:
+                break  # a group with no literal in the text
+        else:
+            for m in _OVERRIDE[lang].finditer(folded):
                 yield m.span()
 
 
@@ -387,36 +413,42 @@ INJECTION_RULES: list[Rule] = [
     Rule("ignore-previous-instructions", INJECTION,
          "an instruction to ignore previous instructions", "our phrase list; OWASP LLM01",
          ("ignore", "disregard", "forget", "override", "bypass"),
-         phrase(("ignore", "disregard", "forget", "override", "bypass"), _IGNORE_PREVIOUS)),
+         phrase(("ignore", "disregard", "forget", "override", "bypass"), _IGNORE_PREVIOUS),
+         frozenset(("ignore", "disregard", "forget", "override", "bypass"))),
     Rule("disregard-instructions", INJECTION,
          "an instruction to disregard the reader's own instructions or system prompt",
          "our phrase list; OWASP LLM01",
          ("ignore", "disregard", "forget", "override", "bypass", "abandon"),
          phrase(("ignore", "disregard", "forget", "override", "bypass", "abandon"),
-                 _DISREGARD)),
+                 _DISREGARD),
+         frozenset(("ignore", "disregard", "forget", "override", "bypass", "abandon"))),
     Rule("override-other-languages", INJECTION,
          "an instruction to ignore or forget previous instructions, in another language",
          "our phrase lists for the 18 other languages of CyberSecEval's multilingual set; OWASP LLM01",
-         _OVERRIDE_KEYWORDS, _find_override_other_languages),
+         _OVERRIDE_KEYWORDS, _find_override_other_languages, _OVERRIDE_ASCII_WORDS),
     Rule("role-override", INJECTION,
          "a role-play override that gives the reader a new identity or mode",
          "our phrase list; OWASP LLM01",
          ("now", "pretend", "imagine", "act", "behave", "respond", "role", "dan"),
-         _find_role_override),
+         _find_role_override,
+         frozenset(("now", "pretend", "imagine", "act", "behave", "respond", "roleplay", "role", "dan"))),
     Rule("fake-role-header", INJECTION,
          "a fake chat role header or chat-template control token",
          "ChatML and Llama chat templates; OWASP LLM01",
          ("<|", "<<sys", "inst]", "system", "assistant", "developer", "admin", "root", "sudo", "operator"),
-         _find_role_headers),
+         _find_role_headers,
+         frozenset(("system", "assistant", "developer", "admin", "administrator", "root", "sudo", "operator")),
+         ("<|", "<<sys", "inst]")),
     Rule("invisible-unicode", INJECTION,
          "invisible, zero-width, bidi-control or tag characters",
          "Unicode Cf ranges; CVE-2021-42574 (Trojan Source); tag-character smuggling",
-         (), _find_invisible),
+         (), _find_invisible, frozenset()),  # nothing to find in ASCII
     Rule("exfiltration-url", INJECTION,
          "a link or image whose URL is templated with conversation data",
-         "markdown-image exfiltration; OWASP LLM01, LLM02", ("://",), _find_exfil_urls),
+         "markdown-image exfiltration; OWASP LLM01, LLM02", ("://",), _find_exfil_urls, frozenset(), ("://",)),
     Rule("exfiltration-instruction", INJECTION,
          "an instruction to send conversation data or secrets to a URL or endpoint",
          "our phrase list; OWASP LLM01, LLM02",
-         ("url", "link", "endpoint", "webhook", "://"), _find_exfil_instructions),
+         ("url", "link", "endpoint", "webhook", "://"), _find_exfil_instructions,
+         frozenset(("url", "link", "endpoint", "webhook")), ("://",)),
 ]

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
-import itertools
 import json
 import re
 import unicodedata
@@ -139,16 +139,40 @@ class Folded:
         """The span of the original text (of `length` characters) that folded[start:end] came from."""
         if self.source is None:
             return start, end
-        origin = self._origin  # only for a finding: most folded texts never need it
-        first = origin[start] if start < len(origin) else length
-        last = origin[end - 1] + 1 if 0 < end <= len(origin) else first
+        size = len(self.text)
+        first = self._origin(start) if start < size else length
+        last = self._origin(end - 1) + 1 if 0 < end <= size else first
         return first, max(first, last)
 
+    def _origin(self, at: int) -> int:
+        """The index of the original character that folded[at] came from."""
+        folded_starts, source_starts, lengths = self._changes
+        k = bisect.bisect_right(folded_starts, at) - 1
+        if k < 0:
+            return at
+        past = folded_starts[k] + lengths[k]
+        return source_starts[k] if at < past else source_starts[k] + 1 + at - past
+
     @functools.cached_property
-    def _origin(self) -> list[int]:
-        """For each character of the folded text, the index of the original character it came from."""
-        lengths = map(len, map(_TABLE.__getitem__, map(ord, self.source or "")))
-        return list(itertools.chain.from_iterable(map(itertools.repeat, itertools.count(), lengths)))
+    def _changes(self) -> tuple[list[int], list[int], list[int]]:
+        """Where the original has a character that folds to more or fewer than one (only for a
+        finding: most folded texts never need it): the folded text's index where its folding
+        starts, its own index, and its folded length."""
+        source = self.source or ""
+        odd = [c for c in set(source) if len(_TABLE[ord(c)]) != 1]
+        folded_starts: list[int] = []
+        source_starts: list[int] = []
+        lengths: list[int] = []
+        if odd:
+            shift = 0
+            for m in re.finditer("|".join(map(re.escape, odd)), source):
+                at = m.start()
+                n = len(_TABLE[ord(source[at])])
+                folded_starts.append(at + shift)
+                source_starts.append(at)
+                lengths.append(n)
+                shift += n - 1
+        return folded_starts, source_starts, lengths
 
 
 def _has_leet(low: str) -> bool:
@@ -188,13 +212,14 @@ def _changes_length(text: str) -> bool:
     return any(len(table[ord(c)]) != 1 for c in set(text))
 
 
-def fold(text: str, *, lower: bool = True, leet: bool = True) -> Folded:
+def fold(text: str, *, lower: bool = True, leet: bool = True, lowered: str | None = None) -> Folded:
     """`text` in one spelling (see the module docstring), with the way back. `lower=False`
     keeps the case (for the secret rules, which are case-sensitive) and reads no leetspeak
-    (a key's digits are its own); `leet` applies to lower-cased text only."""
+    (a key's digits are its own); `leet` applies to lower-cased text only. `lowered`:
+    `text.lower()`, when the caller has it."""
     leet = leet and lower
     if text.isascii():
-        out = text.lower() if lower else text
+        out = (text.lower() if lowered is None else lowered) if lower else text
         if leet and _has_leet(out):
             out = _read_leet(out)  # one character for one: spans stay
         return Folded(out)
@@ -219,28 +244,46 @@ _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}")
 _PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2}[^%\s]{0,40}){3,}")
 MAX_DECODED = 20_000  # characters of decoded text read per text: a bound on the work
+# Each byte of a text's UTF-8 to "x" if it is a character of the base64 (or base64url) alphabet,
+# else to a space: a stretch base64 or hex could match is 16 x's in a row (all C-level).
+_B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_ALPHABET_BYTES = bytes(ord("x") if chr(b) in _B64_ALPHABET else ord(" ") for b in range(256))
+
+
+def _long_run(text: str) -> bool:
+    """Whether `text` has 16 characters of the base64 alphabet in a row (a multi-byte
+    character's bytes all map to spaces: the alphabet is ASCII)."""
+    return len(text) >= 16 and b"xxxxxxxxxxxxxxxx" in text.encode("utf-8", "surrogatepass").translate(_ALPHABET_BYTES)
 
 
 def _printable(raw: bytes) -> str | None:
-    """The bytes as text when they are UTF-8 and mostly printable (at least 4 in 5 letters,
-    digits, punctuation or spaces), else None."""
+    """The bytes as text when they are UTF-8 and mostly printable (at least 19 in 20 printable
+    characters, tabs or newlines, and 3 in 5 letters or spaces), else None."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
     if len(text) < 6:
         return None
-    good = sum(1 for c in text if c.isprintable() or c in "\n\t")
-    letters = sum(1 for c in text if c.isalpha() or c == " ")
+    good = len(text) if text.isprintable() else sum(1 for c in text if c.isprintable() or c in "\n\t")
+    letters = sum(map(str.isalpha, text)) + text.count(" ")
     return text if good >= 0.95 * len(text) and letters >= 0.6 * len(text) else None
 
 
-def encoded_spans(text: str) -> list[tuple[int, int, str, str]]:
+def encoded_spans(text: str, limit: int = 0) -> list[tuple[int, int, str, str]]:
     """(start, end, decoded, encoding) for every stretch of `text` that decodes to readable
-    text; encoding is "base64", "hex" or "url-encoded"."""
+    text (the first `limit`, if given); encoding is "base64", "hex" or "url-encoded"."""
     found: list[tuple[int, int, str, str]] = []
     budget = MAX_DECODED
-    if len(text) >= 16 and max(map(len, text.split()), default=0) >= 16:  # no long word: no encoding
+
+    def add(start: int, end: int, decoded: str, encoding: str) -> bool:
+        """Keep one; whether that was the last (the budget or the limit is reached)."""
+        nonlocal budget
+        found.append((start, end, decoded[:budget], encoding))
+        budget -= len(decoded)
+        return budget <= 0 or len(found) == limit
+
+    if _long_run(text):  # base64 and hex need 16 characters of their alphabet in a row
         for m in _BASE64.finditer(text):
             value = m.group()
             if value.isalpha() and (value.islower() or value.isupper()):
@@ -251,27 +294,19 @@ def encoded_spans(text: str) -> list[tuple[int, int, str, str]]:
             except (binascii.Error, ValueError):
                 continue
             decoded = _printable(raw)
-            if decoded:
-                found.append((m.start(), m.end(), decoded[:budget], "base64"))
-                budget -= len(decoded)
-                if budget <= 0:
-                    return found
+            if decoded and add(m.start(), m.end(), decoded, "base64"):
+                return found
         for m in _HEX.finditer(text):
             decoded = _printable(bytes.fromhex(m.group()))
-            if decoded:
-                found.append((m.start(), m.end(), decoded[:budget], "hex"))
-                budget -= len(decoded)
-                if budget <= 0:
-                    return found
+            if decoded and add(m.start(), m.end(), decoded, "hex"):
+                return found
     if "%" in text:
         for m in _PERCENT.finditer(text):
             try:
                 decoded = unquote(m.group(), errors="strict")
             except UnicodeDecodeError:
                 continue
-            if decoded != m.group() and _printable(decoded.encode("utf-8")):
-                found.append((m.start(), m.end(), decoded[:budget], "url-encoded"))
-                budget -= len(decoded)
-                if budget <= 0:
-                    return found
+            if decoded != m.group() and _printable(decoded.encode("utf-8")) and add(
+                    m.start(), m.end(), decoded, "url-encoded"):
+                return found
     return found
