@@ -227,15 +227,16 @@ def _failed(report: Report, *errors: str, lead: str | None = None) -> Report:
 # ------------------------------------------------------------------ 3. identity files
 def _hermes_format(text: str) -> str:
     """A soul repo's USER.md (markdown bullets) as Hermes writes memories/USER.md: each entry
-    an entry of its own, except that entries next to each other that the write guard taints
-    (text that reads like injection, and what it reaches: `flagged_context`) stay one entry,
-    so seeding the home judges them together as the import does."""
+    an entry of its own (headings left out), except that the blocks next to each other that the
+    write guard taints (text that reads like injection, and what it reaches: `flagged_context`)
+    stay one entry, a tainted heading's text in it too, so seeding the home judges them
+    together as the import does."""
     blocks = parse_blocks(text)
     tainted = flagged_context(blocks)
     kept: list[str] = []
-    last: Block | None = None  # the last kept entry, when tainted: a tainted one of its § entry goes on in it
+    last: Block | None = None  # the last kept block, when tainted: a tainted one of its § entry goes on in it
     for at, block in enumerate(blocks):
-        if block.kind != "entry":
+        if block.kind != "entry" and at not in tainted:
             continue
         if at in tainted and last is not None and last.entry == block.entry:
             kept[-1] += "\n\n" + block.content
