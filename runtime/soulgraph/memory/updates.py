@@ -72,7 +72,7 @@ _VERB = re.compile(r"(?:increas|decreas|rais|lower|reduc|extend|shorten|mov|resc
 _LEADING = re.compile(r"[$€£]?\s?[\d,.]*\d%?|\S+")
 _TARGET = re.compile(r"\b(?:aim\w*|target\w*|goal\w*|achieve|achieving|hop(?:e|ing)|want|wanting|plan\w*|objective|"
                      r"trying\s+to\s+(?:reach|get|hit)|to\s+reach)\b", re.IGNORECASE)
-_FROM = re.compile(r"\bfrom\s+(\S+(?:\s+[ap]m)?)\s+to\s*$", re.IGNORECASE)
+_FROM = re.compile(r"\bfrom\s+(\S+(?:\s+[a-z]+)?)\s+to\s*$", re.IGNORECASE)
 _GERUND = re.compile(r"\b\w+ing\b", re.IGNORECASE)
 _CODE = re.compile(r"[=`{}<>\[\];]|\w\(|\)\.")
 _DATE_CUE = re.compile(r"\b(?:" + _CHANGED + r"|moving|rescheduling|extending|postponing|new)\b", re.IGNORECASE)
@@ -164,7 +164,8 @@ def values(text: str) -> list[Value]:
             continue  # code: its numbers are settings and line numbers, not what the user said
         lowered = sentence.lower()
         words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(lowered)]
-        for match in _VALUE.finditer(sentence):
+        matches = [m for m in _VALUE.finditer(sentence) if not _glued(sentence, m)]
+        for position, match in enumerate(matches):
             kind = match.lastgroup if match.lastgroup != "unit" else "number"
             if match.group("number") is not None:
                 kind = "number"
@@ -175,8 +176,16 @@ def values(text: str) -> list[Value]:
                 if _year(raw, unit) or "." in raw and not unit:
                     continue  # a year or a version is no slot
             start, end = match.start(), match.end()
-            before = [w for s, _e, w in words if s < start][-WINDOW:]
-            after = [w for s, _e, w in words if s >= end][:WINDOW]
+            # A value's words stop at its neighbours: in "35% in stocks and 50% in bonds" the
+            # bonds are not the 35%'s.
+            previous = position - 1
+            while previous >= 0 and re.fullmatch(r"(?:\s*[a-z]+)?\s+to\s+", sentence[matches[previous].end():start],
+                                                 re.IGNORECASE):
+                previous -= 1  # "from 45% to 35%": the two share their words
+            left = matches[previous].end() if previous >= 0 else 0
+            right = matches[position + 1].start() if position + 1 < len(matches) else len(sentence)
+            before = [w for s, _e, w in words if left <= s < start][-WINDOW:]
+            after = [w for s, _e, w in words if end <= s < right][:WINDOW]
             slot = {stem(w) for w in before + after if _content(w) and not _VERB.match(w)}
             if unit:
                 slot.add(unit)
@@ -190,9 +199,19 @@ def values(text: str) -> list[Value]:
                 cued = False  # "New Gary": a name, not a new value
             named_old = _FROM.search(sentence[max(0, start - 40):start]) if cued else None
             was = _norm(_LEADING.match(named_old.group(1)).group(), kind) if named_old else ""
-            target = bool(_TARGET.search(sentence[max(0, start - 50):start]))
+            target = bool(_TARGET.search(sentence[:start]))
             out.append(Value(kind, raw, _norm(raw, kind), unit, frozenset(slot), cued, was, target))
     return out
+
+
+def _glued(sentence: str, match: re.Match[str]) -> bool:
+    """A number that is part of a name: "3-cone drill", "4G", "v2"."""
+    before = sentence[match.start() - 1:match.start()] if match.start() else ""
+    if match.group("number") is None:
+        return before.isalpha()
+    after = sentence[match.end("number"):match.end("number") + 3]
+    return bool(re.match(r"-[a-z]|[a-z]\b|[a-z]\d", after, re.IGNORECASE) and not re.match(
+        r"(?:ms|s|h|k|m|x|gb|mb|kb|tb|km|kg)\b", after, re.IGNORECASE)) or before.isalpha()
 
 
 def _content(word: str) -> bool:
