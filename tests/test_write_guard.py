@@ -673,3 +673,10 @@ def test_a_benign_file_with_headings_lists_and_fences_is_seeded_unflagged_and_pi
     entries = [n for n in graph.nodes.values() if "section" not in n.tags and "soul" in n.tags]
     assert len(entries) == 13 and all(n.pinned and n.privacy != "private" for n in entries)
     assert not [n.id for n in graph.nodes.values() if record.flagged(n.metadata) or guard.CONTEXT in n.metadata]
+
+
+def test_a_fence_left_open_ends_at_the_next_entry_separator():
+    # Hermes splits its files at `§` lines, inside a fence too: an injection that leaves a fence
+    # open neither swallows the entries after it nor hides behind their taint.
+    text = f"```\n{FLAG}\n§\nThe watering rota is on the shed door.\n§\n```\nls\n```\n"
+    assert set(_taint(text)) == {f"```\n{FLAG}"}

@@ -9,7 +9,8 @@ SOUL.md (and edit memory files) as markdown. Both are read by one small parser:
 - a bullet (`-`, `*`, `+`, `1.`) is one entry; a more indented bullet is built on the
   bullet above it; indented lines right under a bullet continue it;
 - any other run of non-blank lines is one entry (a paragraph);
-- fenced code stays inside the entry it belongs to, uninterpreted.
+- fenced code stays inside the entry it belongs to, uninterpreted (up to its closing fence,
+  or a `§` line: Hermes splits there, inside a fence too).
 
 For the write guard, `stretches` says which blocks are judged together and how far a
 flagged one's taint runs (see there): an injection that carries markdown structure of its
@@ -75,6 +76,8 @@ def parse_blocks(text: str) -> list[Block]:
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         indent = len(line[:len(line) - len(line.lstrip())].expandtabs(4))
+        if in_fence is not None and stripped == ENTRY_SEPARATOR:
+            in_fence = None  # Hermes splits its files at a `§` line, whatever it stands in: so does this parser
         if in_fence is not None:
             grow(open_block, line.rstrip(), number)  # type: ignore[arg-type]
             if stripped.startswith(in_fence):
