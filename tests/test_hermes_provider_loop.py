@@ -120,3 +120,27 @@ def test_a_cron_job_writes_nothing(stub_home):
     ok(run)
     assert len(stub.requests) == 1  # the job ran against the stub
     assert {n.id: n.content for n in graph_of(home).nodes.values()} == before
+
+
+def test_the_block_never_repeats_what_hermes_puts_in_its_own_prompt(stub_home, tmp_path):
+    memory_entries = ["The fleet runs on three hosts.", "Backups run nightly at 02:00."]
+    user_entries = ["Ada prefers short answers.", "Ada's timezone is UTC+1."]
+    axiom = "I am Orion, the keeper of the fleet's memory."
+    with OpenAIStub(replies=[text_reply("Noted."), text_reply("Green tea.")]) as stub:
+        home = hermes_chat.make_stub_home(tmp_path / "home", stub.base_url)
+        (home / "memories").mkdir(exist_ok=True)
+        (home / "memories" / "MEMORY.md").write_text("\n§\n".join(memory_entries), encoding="utf-8")
+        (home / "memories" / "USER.md").write_text("\n§\n".join(user_entries), encoding="utf-8")
+        (home / "SOUL.md").write_text(f"# Orion\n\n- {axiom}\n", encoding="utf-8")
+        report = install(home)  # seeds the soul graph from those three files
+        assert report["memory_provider"] == "selected", report
+        seeded = {n.content for n in graph_of(home).nodes.values()}
+        assert set(memory_entries + user_entries) | {axiom} <= seeded
+        ok(hermes_chat.chat_once(home, "I prefer green tea in the morning.", timeout=RUN_TIMEOUT))
+        ok(hermes_chat.chat_once(home, "Which tea should I buy?", timeout=RUN_TIMEOUT))
+    system = stub.requests[-1]["messages"][0]["content"]
+    block = system.split("# Soul graph (long-term memory)", 1)[1]
+    assert "I prefer green tea in the morning." in block  # what the soul graph adds
+    for entry in memory_entries + user_entries + [axiom]:
+        assert system.count(entry) == 1, entry  # Hermes' own copy, and no second one in our block
+        assert entry not in block

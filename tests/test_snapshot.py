@@ -65,3 +65,31 @@ def test_never_over_budget_and_always_whole_lines(texts, budget):
     assert text == "" or text.endswith("\n")
     for line in text.splitlines():
         assert line.endswith(":") or (line.startswith("- ") and len(line) <= snapshot.LINE_CHARS + 2)
+
+
+def test_what_the_prompt_already_holds_and_repeats_within_the_block_are_left_out():
+    graph = SoulGraph(clock=Clock())
+    graph.add("I am Orion, the fleet's guardian", pinned=True)  # seeded from SOUL.md
+    graph.add("The user's name is Ada", kind="semantic_fact")  # seeded from USER.md
+    graph.add("Prefers tables over prose", kind="preference")
+    graph.add("prefers tables over prose.", kind="note")  # the same words again
+    graph.add("Ran the crash harness: 0 lost")
+    soul_md = "# Orion\n\n- I am Orion, the fleet's guardian\n"
+    user_md = "The user's name is Ada\n§\nAda works on soulfleet"
+    text = snapshot.render(graph, known=[soul_md, user_md])
+    assert text == "Preferences:\n- Prefers tables over prose\nRecent:\n- Ran the crash harness: 0 lost\n"
+    assert "Orion" in snapshot.render(graph)  # the MCP resource, with no prompt of its own, keeps it
+
+
+def test_only_what_is_valid_now_is_shown():
+    clock = Clock()
+    graph = SoulGraph(clock=clock)
+    graph.add("The office is on floor 3 until the move", kind="semantic_fact")
+    ended = graph.add("The sprint review is on Tuesdays", kind="routine")
+    later = graph.add("The new office opens on floor 9", kind="semantic_fact")
+    graph.update(ended.id, valid_to=clock.now - 10)
+    graph.update(later.id, valid_from=clock.now + 86400)
+    text = snapshot.render(graph)
+    assert "floor 3" in text and "Tuesdays" not in text and "floor 9" not in text
+    clock.now += 2 * 86400
+    assert "floor 9" in snapshot.render(graph)

@@ -109,13 +109,18 @@ def _is_scope(value: Any) -> bool:
 
 
 SCOPE = ("'' (shared) or 'platform:user' (memory/scopes.py)", _is_scope)
+MAX_KNOWN = 8  # texts a snapshot request may name as already in the prompt
+MAX_KNOWN_CHARS = 200_000  # characters of each
+KNOWN = (f"a list of at most {MAX_KNOWN} strings of at most {MAX_KNOWN_CHARS:,} characters",
+         lambda v: isinstance(v, list) and len(v) <= MAX_KNOWN
+         and all(isinstance(t, str) and len(t) <= MAX_KNOWN_CHARS for t in v))
 MESSAGES = (f"a list of at most {MAX_MESSAGES:,} message objects",
             lambda v: isinstance(v, list) and len(v) <= MAX_MESSAGES)
 ARGS: dict[str, tuple[dict[str, tuple[str, Callable[[Any], bool]]], frozenset[str]]] = {
     # op: (args it takes, the ones it needs)
     "hello": ({}, frozenset()),
     "status": ({}, frozenset()),
-    "snapshot": ({"max_chars": COUNT, "scope": SCOPE}, frozenset()),
+    "snapshot": ({"max_chars": COUNT, "scope": SCOPE, "known": KNOWN}, frozenset()),
     "recall": ({"query": TEXT, "budget": COUNT, "limit": COUNT, "skip_session": TEXT, "scope": SCOPE},
                frozenset({"query"})),
     "sync_turn": ({"user": TEXT, "assistant": TEXT, "session_id": TEXT, "platform": TEXT, "user_id": TEXT,
@@ -290,9 +295,13 @@ class MemoryService:
     def graph(self) -> SoulGraph:
         return self.soul.graph()
 
-    def snapshot(self, max_chars: int = SNAPSHOT_CHARS, scope: str = scopes.SHARED) -> dict[str, Any]:
+    def snapshot(self, max_chars: int = SNAPSHOT_CHARS, scope: str = scopes.SHARED,
+                 known: list[str] | None = None) -> dict[str, Any]:
+        """The block for Hermes' system prompt. `known`: what that prompt already holds (Hermes'
+        own MEMORY.md, USER.md and SOUL.md, as the plugin read them), never repeated."""
         graph = self.graph()
-        return {"text": snapshot.render(graph, int(max_chars), where=scopes.Reader(scope).where(graph))}
+        return {"text": snapshot.render(graph, int(max_chars), where=scopes.Reader(scope).where(graph),
+                                        known=known or ())}
 
     def recall(self, query: str, budget: int = RECALL_BUDGET, limit: int = RECALL_LIMIT,
                skip_session: str = "", scope: str = scopes.SHARED) -> dict[str, Any]:

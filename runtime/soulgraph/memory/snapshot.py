@@ -25,6 +25,12 @@ not, without taking a candidate's place. Each memory is one line, `- <text>`, cu
 not fit the remaining budget is left out (never cut mid-budget), so the block always ends
 on a whole line. Given a reader's `where` (memory/scopes.py), only the memories it accepts are
 looked at, so another user's never appear and never take a candidate's place.
+
+No repeats: `known` is text the prompt already holds (Hermes puts MEMORY.md, USER.md and SOUL.md
+in its system prompt itself); a memory whose text is in it is left out and takes no place. A
+line another line of the block already says (the same words, or held within it) is left out
+too. Only what is valid now: a memory whose `valid_to` has passed, or whose `valid_from` is
+still to come, is not shown.
 """
 
 from __future__ import annotations
@@ -75,12 +81,34 @@ def _recent(graph: SoulGraph, where: Callable[[Node], bool] | None = None) -> It
             and not record.flagged(node.metadata) and (where is None or where(node)))
 
 
-def _in_recall(node: Node) -> bool:
-    return node.status == ACTIVE and (node.privacy == "normal" or node.pinned) and not record.flagged(node.metadata)
+def _in_recall(node: Node, now: float) -> bool:
+    return (node.status == ACTIVE and (node.privacy == "normal" or node.pinned) and not record.flagged(node.metadata)
+            and (node.valid_to is None or node.valid_to > now) and (node.valid_from is None or node.valid_from <= now))
 
 
-def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS, *, where: Callable[[Node], bool] | None = None) -> str:
-    """The snapshot text, at most `max_chars` characters; `where`: only the memories it accepts."""
+MIN_REPEAT_CHARS = 12  # a shorter text held in another ("tea") is no repeat of it
+
+
+def _plain(text: str) -> str:
+    """The form two copies of one statement share: lower case, whitespace collapsed, markdown
+    bullets and end punctuation dropped."""
+    return " ".join(text.lower().replace("§", " ").split()).strip(" -*.")
+
+
+def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS, *, where: Callable[[Node], bool] | None = None,
+           known: Iterable[str] = ()) -> str:
+    """The snapshot text, at most `max_chars` characters; `where`: only the memories it accepts;
+    `known`: text the prompt already holds, never repeated here."""
+    held = "\n".join(_plain(line) for text in known for line in text.splitlines())
+    now = graph.clock()
+    said: list[str] = []  # the plain text of each line shown
+
+    def repeats(node: Node) -> bool:
+        text = _plain(node.content)
+        if len(text) >= MIN_REPEAT_CHARS and text in held:
+            return True
+        return any(text == other or (len(text) >= MIN_REPEAT_CHARS and text in other)
+                   or (len(other) >= MIN_REPEAT_CHARS and other in text) for other in said)
 
     def kept(nodes: Iterable[Node]) -> Iterable[Node]:
         # Flagged memories never: not even pinned ones (a pinned injection would lead every prime).
@@ -99,7 +127,7 @@ def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS, *, where: Calla
         lines: list[str] = []
         cost = len(header)
         for node in itertools.islice(nodes, CANDIDATES):
-            if node.id in shown or not _in_recall(node):
+            if node.id in shown or not _in_recall(node, now) or repeats(node):
                 continue
             line = _line(node)
             if cost + len(line) > room:
@@ -107,12 +135,14 @@ def render(graph: SoulGraph, max_chars: int = DEFAULT_MAX_CHARS, *, where: Calla
             lines.append(line)
             cost += len(line)
             shown.add(node.id)
+            said.append(_plain(node.content))
         if lines:
             out.append(header)
             out.extend(lines)
             budget -= cost
 
-    has_recent = next((True for node in itertools.islice(_recent(graph, where), CANDIDATES) if _in_recall(node)), False)
+    has_recent = next((True for node in itertools.islice(_recent(graph, where), CANDIDATES)
+                       if _in_recall(node, now) and not repeats(node)), False)
     reserve = int(max_chars * RECENT_RESERVE) if has_recent else 0
     pinned = heapq.nsmallest(CANDIDATES, kept(graph.nodes[i] for i in graph.pinned), key=lambda node: (node.created_at, node.id))
     section("Identity", pinned, min(max_chars * IDENTITY_SHARE, budget - reserve))

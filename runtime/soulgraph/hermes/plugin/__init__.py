@@ -95,6 +95,23 @@ def scope_of(platform: str, user_id: str, user_id_alt: str = "") -> str:
     return f"{place}:{clean or 'x' + who.encode('utf-8', 'surrogatepass').hex()[:200]}"
 
 
+# Files Hermes puts in its own system prompt: the snapshot never repeats what they say.
+PROMPT_FILES = ("memories/MEMORY.md", "memories/USER.md", "SOUL.md")
+PROMPT_FILE_CHARS = 200_000
+
+
+def hermes_prompt_files(home: Optional[Path]) -> List[str]:
+    """The text of Hermes' own memory files and SOUL.md in `home` (missing ones left out)."""
+    texts = []
+    for name in PROMPT_FILES if home is not None else ():
+        try:
+            with open(home / name, encoding="utf-8", errors="replace") as handle:
+                texts.append(handle.read(PROMPT_FILE_CHARS))
+        except OSError:
+            continue
+    return texts
+
+
 def read_settings(path: Path = SETTINGS) -> Dict[str, Any]:
     try:
         settings = json.loads(path.read_text(encoding="utf-8"))
@@ -282,6 +299,7 @@ class SoulgraphMemoryProvider(MemoryProvider):
         self.platform = ""
         self.user_id = ""
         self.scope = ""  # whose memories this session reads and writes ("": shared, no user)
+        self.home: Optional[Path] = None  # the Hermes home (its memory files are in the prompt already)
         self.writes = True  # the session's turns and consolidation
         self.memory_writes = True  # Hermes' memory-tool entries
         self._block: Optional[str] = None
@@ -326,6 +344,7 @@ class SoulgraphMemoryProvider(MemoryProvider):
         logs = home / "logs"
         if self.client is not None:  # initialized again without a shutdown: one share, not two
             release_client(self.client)
+        self.home = home
         self.client = shared_client(self.settings["python"], self.settings["soul_file"],
                                     logs / "soulgraph-memory.log" if logs.is_dir() else None)
         threading.Thread(target=self._build_block, name="soulgraph-snapshot", daemon=True).start()
@@ -350,7 +369,8 @@ class SoulgraphMemoryProvider(MemoryProvider):
             started = self.client.call("hello", timeout=DEADLINES["start"])
             del started
             text = self.client.call("snapshot", {"max_chars": int(self.settings.get("snapshot_chars", 2200)),
-                                                 "scope": self.scope}, timeout=DEADLINES["snapshot"])["text"]
+                                                 "scope": self.scope, "known": hermes_prompt_files(self.home)},
+                                    timeout=DEADLINES["snapshot"])["text"]
             self._block = text.strip()
         except Exception as exc:  # a provider never breaks the agent
             logger.warning("soulgraph: no snapshot for this session: %s", exc)
