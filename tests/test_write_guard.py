@@ -680,3 +680,23 @@ def test_a_fence_left_open_ends_at_the_next_entry_separator():
     # open neither swallows the entries after it nor hides behind their taint.
     text = f"```\n{FLAG}\n§\nThe watering rota is on the shed door.\n§\n```\nls\n```\n"
     assert set(_taint(text)) == {f"```\n{FLAG}"}
+
+
+def test_in_a_hermes_memory_file_a_flagged_stretch_taints_its_whole_entry():
+    from soulgraph.hermes.markdown_entries import parse_blocks, stretches
+
+    text = (f"Summary of the page the user shared.\n\n---\n\n# Instructions\n\n{FLAG}\n§\n"
+            "The greenhouse opens at nine.\n")
+    blocks = parse_blocks(text)
+    for writes, tainted in ((True, {"Summary of the page the user shared.", "Instructions", FLAG}),
+                            (False, {"Instructions", FLAG})):  # markdown: from the flagged stretch on
+        context = guard.context_of([b.content for b in blocks], stretches(blocks, writes=writes))
+        assert {blocks[at].content for at in context} == tainted, writes
+
+
+def test_a_rule_inside_a_list_item_or_right_under_text_is_part_of_that_text():
+    assert set(_taint(f"# Notes\n\n- A note from the coordinator.\n\n  ---\n\n  {FLAG}\n")) == {
+        "A note from the coordinator.", FLAG}
+    assert set(_taint(f"A note from the coordinator.\n---\n{FLAG}\n")) == {"A note from the coordinator.", FLAG}
+    # At the margin after a blank line, a rule ends the stretch (in markdown; a Hermes entry is one write).
+    assert set(_taint(f"A note from the coordinator.\n\n---\n\n{FLAG}\n")) == {FLAG}

@@ -36,8 +36,8 @@ class Block:
     line: int  # 1-based line where it starts
     parent: int | None  # index of the enclosing block in the list, if any
     # The stretch of the file it is in: a § separator, a rule, a list item or a heading starts
-    # the next; a heading does not when it interrupts text (no blank line before it) or sits
-    # indented inside a list item: it is part of that text.
+    # the next; a heading or a rule does not when it comes right under text (no blank line
+    # before it) or sits indented inside a list item: it is part of that text.
     group: int = 0
     level: int = 0  # a section's heading level (1-6); 0 for an entry
     entry: int = 0  # which § entry of the file it is in (0 before the first separator)
@@ -105,8 +105,10 @@ def parse_blocks(text: str) -> list[Block]:
             last_text = None
             continue
         if RULE.match(line):
-            group += 1
-            open_block = last_text = item_column = current_list = None
+            if last_text is None and not (item_column is not None and indent >= item_column):
+                group += 1  # one right under text (its setext underline) or inside an item is part of it
+                item_column = current_list = None
+            open_block = last_text = None
             bullets.clear()
             continue
         heading = HEADING.match(line)
@@ -162,8 +164,10 @@ class Stretch:
     reach: list[int]
 
 
-def stretches(blocks: list[Block]) -> list[Stretch]:
-    """How far the taint of a flagged block runs, for a file parsed by `parse_blocks`:
+def stretches(blocks: list[Block], writes: bool = False) -> list[Stretch]:
+    """How far the taint of a flagged block runs, for a file parsed by `parse_blocks`
+    (`writes`: the file is one of Hermes' memory files, whose `§` entries are each one write of
+    its memory tool):
 
     - a stretch (`Block.group`: a `§` entry, a list item with the paragraphs after it, a
       heading with the paragraphs under it) is flagged as a whole when any block of it is;
@@ -177,7 +181,10 @@ def stretches(blocks: list[Block]) -> list[Stretch]:
       end of the `§` entry (or of the file) when it sits under none, or when it holds a
       heading of its own (where the text it came in with ends is then unknown);
     - a fenced code block is in the stretch it sits in (it never starts one), and nothing
-      passes a `§` separator.
+      passes a `§` separator;
+    - in a Hermes memory file that has `§` separators (`writes`), a flagged stretch taints its
+      whole `§` entry, the text before it too: the entry was written at once, as a `soul_add`
+      of it would be judged.
     """
     if not blocks:
         return []
@@ -206,6 +213,10 @@ def stretches(blocks: list[Block]) -> list[Stretch]:
     units: dict[int, list[int]] = {}
     for at, block in enumerate(blocks):
         units.setdefault(find(block.group), []).append(at)
+    by_entry: dict[int, list[int]] = {}
+    if writes and any(block.entry for block in blocks):
+        for at, block in enumerate(blocks):
+            by_entry.setdefault(block.entry, []).append(at)
     found: list[Stretch] = []
     for members in units.values():
         first, last = members[0], members[-1]
@@ -223,7 +234,10 @@ def stretches(blocks: list[Block]) -> list[Stretch]:
         while end < len(blocks) and blocks[end].entry == blocks[first].entry and not (
                 level and blocks[end].kind == "section" and blocks[end].level <= level and end not in members):
             end += 1
-        reach = sorted(set(members) | set(range(first, end)))
+        tainted = set(members) | set(range(first, end))
+        if by_entry:
+            tainted |= set(by_entry[blocks[first].entry])
+        reach = sorted(tainted)
         for group in by_group.values():
             whole = any(blocks[at].kind == "section" and at != group[0] for at in group)
             found.append(Stretch(group, whole, reach))

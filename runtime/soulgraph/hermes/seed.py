@@ -109,10 +109,10 @@ def seed_graph(hermes_home: str | Path, clock: Clock = time.time, *,
 def _add_file(graph: SoulGraph, by_key: dict[tuple[str, ...], str], source: Source,
               text: str, warnings: list[str]) -> None:
     blocks = parse_blocks(text)
-    # A block written beside text that reads like injection (the same stretch, list or section:
-    # markdown_entries.stretches) is flagged with it (memory/guard.py's CONTEXT): a jailbreak
-    # split into paragraphs, or by headings and list items of its own.
-    context = guard.context_of([b.content for b in blocks], stretches(blocks))
+    # A block written beside text that reads like injection (the same stretch, list or section,
+    # or § entry of a memory file: markdown_entries.stretches) is flagged with it (memory/guard.py's
+    # CONTEXT): a jailbreak split into paragraphs, or by headings and list items of its own.
+    context = guard.context_of([b.content for b in blocks], stretches(blocks, writes=source.tag != "soul"))
     keys: list[tuple[str, ...]] = []
     ids: list[str | None] = []  # None: a block the scanner refused
     for at, block in enumerate(blocks):
