@@ -173,7 +173,7 @@ def stretches(blocks: list[Block], writes: bool = False) -> list[Stretch]:
       heading with the paragraphs under it) is flagged as a whole when any block of it is;
       one that holds a heading after its first block (a heading that interrupted text, or one
       indented inside a list item: markdown structure of the text's own) is also judged as
-      one text;
+      one text (a rule right under text or inside an item stays in its stretch too);
     - the items of one list (and their nested items) go together, and with the paragraph the
       list interrupts (no blank line between);
     - from a flagged stretch the taint runs on through the rest of the section it sits in:
@@ -183,8 +183,7 @@ def stretches(blocks: list[Block], writes: bool = False) -> list[Stretch]:
     - a fenced code block is in the stretch it sits in (it never starts one), and nothing
       passes a `§` separator;
     - in a Hermes memory file that has `§` separators (`writes`), a flagged stretch taints its
-      whole `§` entry, the text before it too: the entry was written at once, as a `soul_add`
-      of it would be judged.
+      whole `§` entry, the text before it too: the entry was written at once.
     """
     if not blocks:
         return []
@@ -204,10 +203,10 @@ def stretches(blocks: list[Block], writes: bool = False) -> list[Stretch]:
     for at, block in enumerate(blocks):
         find(block.group)
         if block.list is not None:
-            first = first_of_list.setdefault(block.list, block.group)
-            join(block.group, first)
+            opener = first_of_list.setdefault(block.list, block.group)
+            join(block.group, opener)
             before = blocks[at - 1] if at else None
-            if (before is not None and first == block.group and before.kind == "entry" and before.list is None
+            if (before is not None and opener == block.group and before.kind == "entry" and before.list is None
                     and before.end == block.line - 1 and before.entry == block.entry):
                 join(block.group, before.group)  # a list that interrupts a paragraph goes with it
     units: dict[int, list[int]] = {}
@@ -219,7 +218,7 @@ def stretches(blocks: list[Block], writes: bool = False) -> list[Stretch]:
             by_entry.setdefault(block.entry, []).append(at)
     found: list[Stretch] = []
     for members in units.values():
-        first, last = members[0], members[-1]
+        first, last, inside = members[0], members[-1], set(members)
         by_group: dict[int, list[int]] = {}
         for at in members:
             by_group.setdefault(blocks[at].group, []).append(at)
@@ -232,9 +231,9 @@ def stretches(blocks: list[Block], writes: bool = False) -> list[Stretch]:
         level = under.level if under.kind == "section" and not own_heading else 0
         end = last + 1
         while end < len(blocks) and blocks[end].entry == blocks[first].entry and not (
-                level and blocks[end].kind == "section" and blocks[end].level <= level and end not in members):
+                level and blocks[end].kind == "section" and blocks[end].level <= level and end not in inside):
             end += 1
-        tainted = set(members) | set(range(first, end))
+        tainted = inside | set(range(first, end))
         if by_entry:
             tainted |= set(by_entry[blocks[first].entry])
         reach = sorted(tainted)
