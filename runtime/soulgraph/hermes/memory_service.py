@@ -51,7 +51,7 @@ from typing import Any, Callable, TextIO
 from soulgraph import __version__
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes import consolidate as consolidation, turns
-from soulgraph.memory import flagged, lifecycle, ranking, record, scopes, snapshot
+from soulgraph.memory import flagged, lifecycle, ranking, record, scopes, snapshot, upkeep
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 from soulgraph.store.vectors import VectorStore, vectors_path
@@ -376,13 +376,16 @@ class MemoryService:
         with self.soul.change() as graph:
             result = consolidation.consolidate(graph, session_id, messages, scope)
             held = {i for _k, i, _c in result.added if i in graph.nodes and record.flagged(graph.nodes[i].metadata)}
+            # Upkeep of this user's memories, bounded so a session's end stays cheap (memory/upkeep.py).
+            kept = upkeep.apply(graph, upkeep.plan(graph, where=lambda n: n.scope == scope,
+                                                   deadline=upkeep.SESSION_DEADLINE))
         # The summary goes into Hermes' compression prompt: a flagged memory is not in it.
         result.added = [(k, i, c) for k, i, c in result.added if i not in held]
         return {"added": [{"kind": k, "id": i, "content": c} for k, i, c in result.added],
                 "withheld": [{"id": i, **flagged.withheld(graph.nodes[i])} for i in sorted(held) if i in graph.nodes],
                 "confirmed": [{"kind": k, "id": i} for k, i in result.confirmed],
                 "updated": [{"id": u.old_id, "by": u.new_id, "old": u.old, "new": u.new} for u in result.updated],
-                "refused": result.refused, "flagged": result.flagged, "turns": result.turns,
+                "refused": result.refused, "flagged": result.flagged, "turns": result.turns, **kept,
                 "summary": result.summary()}
 
     def memory_write(self, action: str, target: str = "memory", content: str = "",

@@ -1,4 +1,4 @@
-"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore|repair|users|share|forget-user|flagged|release`.
+"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore|repair|users|share|forget-user|flagged|release|consolidate`.
 
     check PATH             read soul.json and its journal without writing anything; print
                            one JSON report (counts, the journal's records, the last good
@@ -25,6 +25,10 @@
                            forgotten), and their entries in MEMORY.md / USER.md; prints a report
     flagged PATH [--json]  the memories withheld from every prompt because they read like prompt
                            injection (memory/flagged.py), with their text: for a person at the shell
+    consolidate PATH [--dry-run] [--below S]
+                           upkeep for the whole soul (memory/upkeep.py): archive memories that
+                           decayed below strength S (0.05) and were never confirmed, merge
+                           duplicates; prints what it did (or, with --dry-run, would do)
     release PATH ID --reason R
                            an operator's decision that a flagged memory is a false alarm: the flag
                            is lifted (kept unpinned), the decision is an audit entry, and the
@@ -129,8 +133,16 @@ def main(argv: list[str] | None = None) -> int:
     release_command.add_argument("path", type=Path)
     release_command.add_argument("id", help="the memory's id (see `flagged`)")
     release_command.add_argument("--reason", required=True, help="why it is a false alarm: kept in the audit trail")
+    upkeep_command = commands.add_parser("consolidate", help="archive decayed, never-confirmed memories and merge "
+                                                            "duplicates (--dry-run: only say what would change)")
+    upkeep_command.add_argument("path", type=Path)
+    upkeep_command.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    upkeep_command.add_argument("--below", type=_strength, default=None,
+                                help="archive below this effective strength (default 0.05)")
     args = parser.parse_args(argv)
 
+    if args.command == "consolidate":
+        return _upkeep_command(args)
     if args.command in ("users", "share", "forget-user"):
         return _users_command(args)
     if args.command in ("flagged", "release"):
@@ -200,6 +212,41 @@ def _users_command(args: argparse.Namespace) -> int:
         else:
             report = users.forget_user(soul, args.scope, args.reason, args.markdown_dir)
     except (users.UsersError, scopes.ScopeError, SoulFileError, RefusedMemory) as exc:
+        print(f"soulgraph.store: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _strength(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 1")
+    return value
+
+
+def _upkeep_command(args: argparse.Namespace) -> int:
+    from soulgraph.memory import upkeep
+
+    soul = SoulFile(args.path)
+    if not soul_exists(soul):
+        print(f"soulgraph.store: no soul file at {soul.given_path}; nothing done", file=sys.stderr)
+        return 1
+    below = upkeep.ARCHIVE_BELOW if args.below is None else args.below
+    try:
+        if args.dry_run:
+            graph = soul.graph()
+            planned = upkeep.plan(graph, below=below)
+            report = {"soul_file": str(soul.path), "dry_run": True, **planned.report(graph)}
+        else:
+            with soul.change() as graph:
+                planned = upkeep.plan(graph, below=below)
+                report = {"soul_file": str(soul.path), "dry_run": False, **planned.report(graph)}
+                report.update(upkeep.apply(graph, planned))
+    except SoulFileError as exc:
         print(f"soulgraph.store: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2, ensure_ascii=False))
