@@ -140,3 +140,19 @@ def test_the_harness_scores_a_record_and_names_a_bad_line(tmp_path):
     run = subprocess.run([sys.executable, "-m", "soulgraph.eval", "updates", str(bad)],
                          capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert run.returncode == 2 and f"{bad}:2: not JSON" in run.stderr
+
+
+def test_prefetch_shows_only_what_is_valid_now(service):
+    session(service, "s1", "The office wifi password rotates monthly; the office is on floor 3.",
+            "The team lunch is on Fridays at the noodle bar.")
+    graph = service.soul.graph()
+    ids = {n.content: n.id for n in graph.nodes.values() if n.kind == "episodic_event" and "User:" in n.content}
+    floor = next(i for c, i in ids.items() if "floor 3" in c)
+    lunch = next(i for c, i in ids.items() if "noodle" in c)
+    with service.soul.change() as graph:
+        graph.update(floor, valid_to=service.clock.now - 1)  # ended
+        graph.update(lunch, valid_from=service.clock.now + DAY)  # not yet
+    text = service.recall(query="office floor and team lunch")["text"]
+    assert "floor 3" not in text and "noodle" not in text
+    service.clock.now += 2 * DAY
+    assert "noodle" in service.recall(query="office floor and team lunch")["text"]

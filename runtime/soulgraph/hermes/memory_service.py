@@ -316,9 +316,10 @@ class MemoryService:
         # Flagged memories are left out as the search goes (they take no place), and checked
         # again one by one: none reaches the prompt.
         exclude = flagged.excluded(graph, scopes.Reader(scope).hidden_ids(graph), version=self.soul.seq)
+        now = graph.clock()
         hits = [h for h in ranking.related(graph, query, depth, vectors=self.vectors, exclude=exclude)
                 if h.node.id not in skip and h.node.privacy == "normal" and h.node.source != "hermes:session"
-                and not record.flagged(h.node.metadata)]
+                and not record.flagged(h.node.metadata) and _valid_now(h.node, now)]
         # A turn is not shown beside a memory consolidation drew from it: that memory says it.
         shown = {h.node.id for h in hits}
         hits = [h for h in hits if not (h.node.kind == "episodic_event" and shown & graph.children.get(h.node.id, set())
@@ -422,6 +423,11 @@ class MemoryService:
                 lifecycle.supersede(graph, old, written.node.id, writer=MIRROR_WRITER,
                                     reason="replaced with Hermes' memory tool")
         return {"id": written.node.id, "superseded": old, "warnings": written.warnings}
+
+
+def _valid_now(node: Any, now: float) -> bool:
+    """What prefetch shows is true now: not a memory whose validity ended or has not begun."""
+    return (node.valid_to is None or node.valid_to > now) and (node.valid_from is None or node.valid_from <= now)
 
 
 def _since_updated(graph: SoulGraph, node: Any) -> str:
