@@ -156,3 +156,20 @@ def test_prefetch_shows_only_what_is_valid_now(service):
     assert "floor 3" not in text and "noodle" not in text
     service.clock.now += 2 * DAY
     assert "noodle" in service.recall(query="office floor and team lunch")["text"]
+
+
+def test_consolidation_writes_every_kind_of_statement_without_its_filler(service):
+    said = {
+        "Also I prefer green tea.": ("preference", "I prefer green tea."),
+        "I'm allergic to peanuts.": ("constraint", "I'm allergic to peanuts."),
+        "Oh, I go running every morning.": ("routine", "I go running every morning."),
+        "My colleague Priya reviews the deploys.": ("collaborator", "My colleague Priya reviews the deploys."),
+        "I'm working on a budget tracker app.": ("project", "I'm working on a budget tracker app."),
+        "I just finished my first marathon!": ("timeline_milestone", "I just finished my first marathon!"),
+        "Restarting the router fixed the dropouts.": ("intervention_outcome",
+                                                      "Restarting the router fixed the dropouts."),
+        "That fixed it, thanks.": None,  # nothing a month later could read it by
+        "What a day.": None,
+    }
+    kept = session(service, "s1", *said)
+    assert {(a["kind"], a["content"]) for a in kept["added"]} == {v for v in said.values() if v}

@@ -63,10 +63,35 @@ RULES = (
     _rule("tool_or_workflow_lesson", "lesson",
           r"lesson(?:s)? learned", r"next time", r"turns out", r"the (?:fix|trick|problem|cause) (?:was|is)",
           r"don'?t forget to", r"always remember to"),
+    _rule("constraint", "constraint",
+          r"i(?:'m| am) allergic to", r"i can(?:'t|not) (?:eat|drink|use|have|work|travel|afford)",
+          r"(?:never|don'?t|do not) (?:ever )?(?:use|run|deploy|push|schedule|book)", r"must(?:n'?t| not)",
+          r"i(?:'m| am) not allowed", r"no more than", r"at most \d", r"my budget (?:is|for)"),
+    _rule("routine", "routine",
+          r"every (?:morning|evening|night|day|week|month|weekday|weekend|monday|tuesday|wednesday|thursday|"
+          r"friday|saturday|sunday)", r"i (?:usually|always|normally|typically)", r"each (?:morning|week|day)",
+          r"(?:once|twice|three times) a (?:day|week|month)"),
+    _rule("collaborator", "collaborator",
+          r"my (?:colleague|co-?worker|teammate|mentor|client|cofounder|co-founder|friend|sister|brother|mom|mum|"
+          r"dad|mother|father) (?-i:[A-Z])\w+", r"(?-i:[A-Z])\w+ is my (?:colleague|co-?worker|teammate|mentor|"
+          r"client|manager|boss|friend)"),
+    _rule("project", "project",
+          r"i(?:'m| am) (?:working on|building|writing|developing) (?:a|an|my|the)", r"we(?:'re| are) building",
+          r"my (?:side )?project"),
+    _rule("timeline_milestone", "milestone",
+          r"i (?:just )?(?:finished|completed|launched|shipped|graduated|published|released|passed|won|got promoted)",
+          r"we (?:just )?(?:launched|shipped|released|finished|completed)"),
+    _rule("intervention_outcome", "outcome",
+          # what was tried, named: "that fixed it" alone says nothing a month later
+          r"(?:\w+ing\b[\w\s'-]{0,40}?|the \w+(?: \w+)?) (?:fixed|solved|cured|did the trick)",
+          r"\w+ing\b[\w\s'-]{0,40}? (?:didn'?t|did not) (?:fix|solve|help)"),
     _rule("semantic_fact", "about-user",
           r"my name is", r"i(?:'m| am) (?:a|an) \w+", r"i (?:work|live|grew up) (?:at|in|for|as|on)",
           r"i(?:'m| am) from", r"my (?:wife|husband|partner|son|daughter|kids?|dog|cat|boss|team|manager)"),
 )
+# Words a spoken sentence opens with that say nothing ("Also I prefer tea" is "I prefer tea").
+_FILLER = re.compile(r"^(?:(?:also|and|so|oh|well|btw|by the way|anyway|actually|ok(?:ay)?|yeah|yes|hey|"
+                     r"plus|but|honestly|basically|um|uh)\b[\s,;:-]*)+", re.IGNORECASE)
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 
@@ -202,8 +227,14 @@ def user_sentences(turn_content: str) -> list[str]:
 
 
 def sentences(text: str) -> list[str]:
-    """The first 50 sentences of a text (a pasted document is not a list of statements)."""
-    return [s.strip() for s in _SENTENCE.findall(text[:20_000]) if len(s.strip()) > 3][:50]
+    """The first 50 sentences of a text (a pasted document is not a list of statements), each
+    without the filler words it opens with, capitalised again."""
+    out = []
+    for found in _SENTENCE.findall(text[:20_000]):
+        sentence = _FILLER.sub("", found.strip())
+        if len(sentence) > 3:
+            out.append(sentence[0].upper() + sentence[1:])
+    return out[:50]
 
 
 def match(sentence: str) -> Rule | None:
