@@ -222,3 +222,10 @@ def test_the_character_gates_of_keywordless_mixed_rules_are_in_their_patterns():
     assert set(S._MIXED_NEEDS_CHAR) == set(needing)
     for rule_id, char in S._MIXED_NEEDS_CHAR.items():
         assert char in needing[rule_id]
+
+
+def test_the_digit_run_gate_is_in_its_rules_pattern():
+    spec = SPECS["detect-secrets:TelegramBotTokenDetector.1"]
+    assert spec["pattern"].startswith("\\d{8,")
+    assert S._DIGIT_RUN_BITS and S._digit_run("id 12345678:") and not S._digit_run("id 1234567:")
+    assert S._digit_run("id \u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668:")  # \d is any script's digits

@@ -20,8 +20,7 @@ and its judgment calls: `secrets` and `injections`.
 from __future__ import annotations
 
 import bisect
-
-from dataclasses import replace
+import itertools
 
 from soulgraph.memory.scanner import classifier, normalise
 from soulgraph.memory.scanner.injections import INJECTION_RULES
@@ -129,11 +128,12 @@ def _scan(text: str, *, decode: bool) -> list[Finding]:
     lowered = text.lower()
     low = lowered if len(lowered) == len(text) else None  # "İ" lower-cases to two characters
     findings = find_secrets(text, low, lowered)
+    plain = None
     if not text.isascii():  # folding keeps ASCII as it is
         plain = fold(text, lower=False)
         if plain.text != text:  # full-width or invisible-laced keys
             findings += _moved(find_secrets(plain.text, None, plain.text.lower()), plain, text, findings)
-    read = fold(text, lowered=lowered)
+    read = fold(text, lowered=lowered, plain=plain)
     words = classifier.words(read.text)  # the detector's, and the rules' gate words
     gate = _gate_words(read.text, words)
     if read.text == lowered:
@@ -159,32 +159,61 @@ def _decoded(text: str, kept: list[Finding]) -> list[Finding]:
     spans = encoded_spans(text, MAX_ENCODED_SPANS)
     if not spans:
         return []
-    starts, pieces, at = [], [], 0
+    starts, texts, at = [], [], 0
     for _start, _end, decoded, _encoding in spans:
         starts.append(at)
-        pieces.append(decoded)
+        texts.append(decoded)
         at += len(decoded) + 1
     out: list[Finding] = []
-    for found in _scan("\n".join(pieces), decode=False):
+    covered = _Spans(kept)
+    for found in _scan("\n".join(texts), decode=False):
         start, end, _decoded_text, encoding = spans[bisect.bisect_right(starts, found.start) - 1]
-        if not _covered(kept + out, found.rule, start, end):
-            out.append(replace(found, start=start, end=end, via=encoding))
+        if not covered.overlap(found.rule, start, end):
+            covered.add(found.rule, start, end)
+            out.append(Finding(found.kind, found.rule, found.description, start, end, encoding))
     return out
 
 
 def _moved(found: list[Finding], folded: Folded, text: str, kept: list[Finding]) -> list[Finding]:
     """Findings made on the folded text, moved to the original's spans; those a finding of
     the same rule already covers are dropped."""
-    out = []
+    out: list[Finding] = []
+    if not found:
+        return out
+    covered = _Spans(kept)
     for finding in found:
         start, end = folded.span(finding.start, finding.end, len(text))
-        if not _covered(kept + out, finding.rule, start, end):
-            out.append(replace(finding, start=start, end=end, via="normalised"))
+        if not covered.overlap(finding.rule, start, end):
+            covered.add(finding.rule, start, end)
+            out.append(Finding(finding.kind, finding.rule, finding.description, start, end, "normalised"))
     return out
 
 
-def _covered(findings: list[Finding], rule: str, start: int, end: int) -> bool:
-    return any(f.rule == rule and f.start < end and start < f.end for f in findings)
+class _Spans:
+    """The spans of some findings by rule, to ask whether one of a rule's overlaps a span: the
+    given findings sorted once (a bisect and the furthest end before it), those added later
+    looked through (few: most findings on another reading are covered)."""
+
+    def __init__(self, findings: list[Finding]):
+        by_rule: dict[str, list[tuple[int, int]]] = {}
+        for f in findings:
+            by_rule.setdefault(f.rule, []).append((f.start, f.end))
+        self.sorted: dict[str, tuple[list[int], list[int]]] = {}
+        for rule, spans in by_rule.items():
+            spans.sort()
+            self.sorted[rule] = ([s for s, _ in spans], list(itertools.accumulate((e for _, e in spans), max)))
+        self.added: dict[str, list[tuple[int, int]]] = {}
+
+    def overlap(self, rule: str, start: int, end: int) -> bool:
+        known = self.sorted.get(rule)
+        if known is not None:
+            k = bisect.bisect_left(known[0], end)  # the spans that start before `end`
+            if k and known[1][k - 1] > start:
+                return True
+        return any(s < end and start < e for s, e in self.added.get(rule, ()))
+
+    def add(self, rule: str, start: int, end: int) -> None:
+        self.added.setdefault(rule, []).append((start, end))
 
 
 def status() -> dict[str, object]:

@@ -172,8 +172,17 @@ LONG_TEXT = 8192  # characters: past this, literals without whitespace are looke
 def pieces(folded: str) -> str:
     """A long text's distinct whitespace-separated pieces, a line each: a literal without
     whitespace is in the text exactly when it is in these. Hostile text repeats its pieces, and
-    dozens of literal tests over all of it cost more than one split."""
-    return "\n".join(set(folded.split()))
+    dozens of literal tests over all of it cost more than one split. The last two texts' are
+    kept (a scan asks for the same text's several times)."""
+    for text, out in _PIECES:
+        if text is folded:
+            return out
+    out = "\n".join(set(folded.split()))
+    _PIECES[:] = [(folded, out), *_PIECES[:1]]
+    return out
+
+
+_PIECES: list[tuple[str, str]] = []
 
 
 def unspaced(literal: str) -> bool:
@@ -235,20 +244,38 @@ def valued(pattern: Lower, accept: Callable[[str], bool],
     return find
 
 
-def phrase(first_words: tuple[str, ...], pattern: str) -> Finder:
+def phrase(first_words: tuple[str, ...], pattern: str, dense_search: bool = True) -> Finder:
     """A lower-case phrase pattern, matched only where one of its possible first words starts
     a word: finding a few literals is fast, running a pattern of many branches at every
-    offset is not."""
+    offset is not. Where the first words are many (hostile text), one regex search per match
+    is cheaper, when the pattern's first letters are few (`dense_search`)."""
     trigger = Words(*first_words)
     full = Lower(pattern)
 
     def find(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+        at = trigger.positions(text, low)
+        if dense_search and len(at) > DENSE:
+            # many first words (hostile text): one search per match or refusal, in C, finds the
+            # same (every match starts with a first word; one not at a word start is refused)
+            pos = 0
+            while True:
+                m = full.search(text, low, pos)
+                if m is None:
+                    return
+                if word_start(text, m.start()):
+                    pos = m.end()
+                    yield m.span()
+                else:
+                    pos = m.start() + 1
         done = -1
-        for at in trigger.positions(text, low):
-            if at >= done and word_start(text, at):
-                m = full.match(text, low, at)
+        for start in at:
+            if start >= done and word_start(text, start):
+                m = full.match(text, low, start)
                 if m:
                     done = m.end()
                     yield m.span()
 
     return find
+
+
+DENSE = 32  # first words in a text past which a phrase is looked for by regex search

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from soulgraph.memory.scanner.matching import LONG_TEXT
+
 __all__ = ["Folded", "fold", "encoded_spans", "CONFUSABLES_SOURCE"]
 
 # Characters a model does not see but a pattern does: removed before matching. Category Cf is
@@ -179,8 +181,7 @@ def _has_leet(low: str) -> bool:
     return _LEET_NEXT_TO_LETTER.search(low) is not None
 
 
-def _deleet(match: re.Match[str]) -> str:
-    word = match.group()
+def _deleet(word: str) -> str:
     inner = sum(1 for c in word[1:-1] if c in _LEET_CHARS)
     total = inner + (word[0] in _LEET_CHARS) + (word[-1] in _LEET_CHARS)
     if total >= 2 or inner >= 1:
@@ -188,14 +189,19 @@ def _deleet(match: re.Match[str]) -> str:
     return word
 
 
+_RUNS = re.compile(r"([a-z0-9@$]+)")  # the runs a leet word is one of, kept by split
+
+
 def _read_leet(low: str) -> str:
     """Leetspeak read back: the clear leet words first; where there are two or more, the text
     is written in leet, and a word with one leet character at its edge ("4ll") is read too."""
+    if len(low) > LONG_TEXT:
+        return _read_leet_long(low)
     changed = 0
 
     def strict(match: re.Match[str]) -> str:
         nonlocal changed
-        word = _deleet(match)
+        word = _deleet(match.group())
         changed += word != match.group()
         return word
 
@@ -205,29 +211,60 @@ def _read_leet(low: str) -> str:
     return out
 
 
-def _changes_length(text: str) -> bool:
-    """Whether some character of `text` folds to more or fewer than one (the lengths can
-    still add up: one removed, one expanded)."""
+def _read_leet_long(low: str) -> str:
+    """`_read_leet` for a long text: a leet word is a whole run of letters, digits, @ and $, so
+    the text is split into its runs, each distinct leet run is read once, and the text is
+    rebuilt without a Python call per word."""
+    parts = _RUNS.split(low)
+    runs = parts[1::2]
+    leety = _LEETISH.findall("\n".join(set(runs)))  # each distinct run once
+    if not leety:
+        return low
+    read = {word: _deleet(word) for word in leety}
+    changed = [word for word, r in read.items() if r != word]
+    if len(changed) >= 2 or (changed and runs.count(changed[0]) >= 2):
+        read = {word: (r.translate(_LEET) if _LEETISH.fullmatch(r) else r) for word, r in read.items()}
+    parts[1::2] = map(read.get, runs, runs)
+    return "".join(parts)
+
+
+def _translate(text: str) -> tuple[str, bool]:
+    """`text` through the fold table, and whether some character of it folds to more or fewer
+    than one (the lengths can still add up: one removed, one expanded). A text with a few
+    distinct characters that change is rewritten by a `str.replace` each, far cheaper than
+    translating it character by character."""
     table = _TABLE
-    return any(len(table[ord(c)]) != 1 for c in set(text))
+    distinct = set(text)
+    odd = [c for c in distinct if table[ord(c)] != c]
+    resized = any(len(table[ord(c)]) != 1 for c in odd)
+    changing = set(odd)
+    if len(odd) > 24 or any(not changing.isdisjoint(table[ord(c)]) for c in odd):
+        return text.translate(table), resized  # many, or one folds to another that changes
+    for c in odd:
+        text = text.replace(c, table[ord(c)])
+    return text, resized
 
 
-def fold(text: str, *, lower: bool = True, leet: bool = True, lowered: str | None = None) -> Folded:
+def fold(text: str, *, lower: bool = True, leet: bool = True, lowered: str | None = None,
+         plain: Folded | None = None) -> Folded:
     """`text` in one spelling (see the module docstring), with the way back. `lower=False`
     keeps the case (for the secret rules, which are case-sensitive) and reads no leetspeak
     (a key's digits are its own); `leet` applies to lower-cased text only. `lowered`:
-    `text.lower()`, when the caller has it."""
+    `text.lower()`, and `plain`: `fold(text, lower=False)`, when the caller has them."""
     leet = leet and lower
     if text.isascii():
         out = (text.lower() if lowered is None else lowered) if lower else text
         if leet and _has_leet(out):
             out = _read_leet(out)  # one character for one: spans stay
         return Folded(out)
-    folded = text.translate(_TABLE)
-    origin = text if len(folded) != len(text) or _changes_length(text) else None
-    confusable = _confusable_table()
-    if confusable and not folded.isascii():
-        folded = _MIXED_WORD.sub(lambda m: m.group().translate(confusable), folded)
+    if plain is not None:
+        folded, origin = plain.text, plain.source
+    else:
+        folded, resized = _translate(text)
+        origin = text if resized else None
+        confusable = _confusable_table()
+        if confusable and not folded.isascii():
+            folded = _MIXED_WORD.sub(lambda m: m.group().translate(confusable), folded)
     if not lower:
         return Folded(folded, origin)
     low = folded.lower()

@@ -821,6 +821,23 @@ _FAMILIES = ("pass", "secret", "pwd", "token", "key")
 # input) they would otherwise all run.
 _MIXED_NEEDS_CHAR = {"noseyparker:np.kubernetes.1": ".", "detect-secrets:DiscordBotTokenDetector.1": ".",
                      "detect-secrets:TelegramBotTokenDetector.1": ":"}
+# ... and the one whose token starts with 8 digits in a row (a bot id): tested by one C-level
+# translate of the text's bytes, not its pattern run over all of it.
+_DIGIT_RUN_BITS = sum(1 << i for i, r in enumerate(SECRET_RULES) if r.id == "detect-secrets:TelegramBotTokenDetector.1")
+_DIGIT_BYTES = bytes(ord("x") if 48 <= b <= 57 else ord(" ") for b in range(256))
+
+
+_EIGHT_DIGITS = re.compile(r"\d{8}")
+
+
+def _digit_run(text: str) -> bool:
+    """Whether `text` has 8 digits in a row (`\\d`, as the pattern has it: any script's
+    digits, so a text that is not ASCII is searched)."""
+    if text.isascii():
+        return b"xxxxxxxx" in text.encode("ascii").translate(_DIGIT_BYTES)
+    return _EIGHT_DIGITS.search(text) is not None
+
+
 _MIXED_NEEDS = tuple((c, sum(1 << i for i, r in enumerate(SECRET_RULES) if _MIXED_NEEDS_CHAR.get(r.id) == c))
                      for c in sorted(set(_MIXED_NEEDS_CHAR.values())))
 _PLANS: dict[int, tuple] = {}
@@ -886,6 +903,8 @@ def find_secrets(text: str, low: str | None, folded: str) -> list[Finding]:
             for c, bits in _MIXED_NEEDS:
                 if chosen & bits and c not in hay:
                     chosen &= ~bits
+            if chosen & _DIGIT_RUN_BITS and not _digit_run(text):
+                chosen &= ~_DIGIT_RUN_BITS
             break
     else:
         chosen &= ~_NEEDS_DIGIT
