@@ -45,9 +45,10 @@ Judgment calls (tests/test_scanner.py holds an example of each):
   `<SUMMARY_OF_CHAT>`), so "GET https://api.example/search?q={query}" in an API note passes.
 - Where a provider rule and a generic rule overlap (`token=ghp_…`), only the provider rule is
   reported; likewise overlapping injection rules report once.
-- Not covered: passwords in prose ("my password is hunter2"), quoted passphrases with spaces,
-  homoglyph or full-width spellings of the injection phrases, and injections in other
-  languages. The scanner is one layer, not the whole defence.
+- Not covered by these rules: attacks phrased otherwise (role-play set-ups, formatting demands,
+  questions for a secret), which the detector judges; homoglyph, full-width and encoded
+  spellings are read by folding and decoding first (normalise.py). The scanner is one layer,
+  not the whole defence.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ _DAN = re.compile(
     + GAP + r"are|you're|to" + GAP + r"be)|[Aa]ct" + GAP + r"as|[Rr]ole-?play" + GAP + r"as)"
     + GAP + r"DAN\b|DAN" + GAP + r"[Mm]ode" + GAP + r"(?:enabled|activated|ENABLED|ACTIVATED)\b")
 _ROLE_PHRASES = phrase(("you", "from", "pretend", "imagine", "act", "behave", "respond", "role"),
-                        _ROLE_OVERRIDE)
+                       _ROLE_OVERRIDE, dense_search=False)  # its first letters are most letters
 
 
 def _find_role_override(text: str, low: str | None) -> Iterator[tuple[int, int]]:
@@ -116,9 +117,12 @@ def _find_role_override(text: str, low: str | None) -> Iterator[tuple[int, int]]
 _CHAT_TOKENS = re.compile(
     r"<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text"
     r"|start_header_id|end_header_id|eot_id)\|>|<</?SYS>>|\[/?INST\]")
-_ROLE_WORD = Lower(r"(?:system|assistant|developer)(?:[ \t]{1,3}(?:prompt|message"
-                    r"|instructions?|override|note))?(?:\*\*|\]|>)?[ \t]{0,3}(?::|\n|\r|$)")
-_ROLE_LEAD = re.compile(r"[ \t>]{0,4}(?:#{1,6}[ \t]{0,3}|\*\*|\[|<)?")
+# A role word at the start of a line, after at most a header lead (`> ### `, `**`, `[`): one
+# search over the text (a line start is one test per offset), not a look back from every
+# "system" in it.
+_ROLE_LINE = Lower(r"^(?P<lead>[ \t>]{0,4}(?:#{1,6}[ \t]{0,3}|\*\*|\[|<)?)"
+                   r"(?P<role>system|assistant|developer)(?:[ \t]{1,3}(?:prompt|message"
+                   r"|instructions?|override|note))?(?:\*\*|\]|>)?[ \t]{0,3}(?::|\n|\r|\Z)", re.MULTILINE)
 _INSTRUCTION_CUE = Lower(
     r"(?:ignore|disregard|override|obey|you\s+(?:are|must|will|shall|should|may\s+not|can\s+not"
     r"|cannot)|your\s+(?:new\s+)?(?:task|role|job|goal|instructions|purpose)|from\s+now\s+on"
@@ -134,31 +138,23 @@ _BRACKET_ROLE = Lower(r"[\[<({]{1,2}[ \t]{0,2}(?:activate[ \t]{1,3})?(?:system|a
                       r"|command|access))?[ \t]{0,2}[\]>)}]{1,2}")
 
 
-def _line_lead(text: str, start: int) -> int:
-    """Where the line holding `start` begins, if only a header lead (`> ### `, `**`, `[`)
-    stands between; else -1."""
-    line = text.rfind("\n", max(0, start - 16), start) + 1
-    if line == 0 and start > 16:
-        return -1
-    m = _ROLE_LEAD.match(text, line, start)
-    return line if m and m.end() == start else -1
-
-
 def _find_role_headers(text: str, low: str | None) -> Iterator[tuple[int, int]]:
-    for m in _CHAT_TOKENS.finditer(text):
-        yield m.span()
+    hay = pieces(text) if len(text) > LONG_TEXT else text  # for the brackets each form needs
+    if "<" in hay or "[" in hay:
+        for m in _CHAT_TOKENS.finditer(text):
+            yield m.span()
     cues: list[int] | None = None  # where instruction cues start, found once
-    for m in _ROLE_WORD.finditer(text, low):
-        line = _line_lead(text, m.start())
-        if line < 0:
-            continue
+    for m in _ROLE_LINE.finditer(text, low):
         if cues is None:
             cues = [c.start() for c in _INSTRUCTION_CUE.finditer(text, low)
                     if word_start(text, c.start())]
         end = m.end() - (1 if text[m.end() - 1:m.end()] in ("\n", "\r") else 0)
         i = bisect.bisect_left(cues, end)
         if i < len(cues) and cues[i] < end + _CUE_REACH:
-            yield line + len(text[line:m.start()]) - len(text[line:m.start()].lstrip(" \t>")), end
+            lead = text[m.start():m.start("role")]
+            yield m.start() + len(lead) - len(lead.lstrip(" \t>")), end
+    if not ("[" in hay or "<" in hay or "(" in hay or "{" in hay):
+        return
     for m in _BRACKET_ROLE.finditer(text, low):
         if cues is None:
             cues = [c.start() for c in _INSTRUCTION_CUE.finditer(text, low)
