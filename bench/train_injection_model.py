@@ -206,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the injections' total weight against the benign texts' (default 2)")
     parser.add_argument("--fp-target", type=float, default=0.0025,
                         help="share of LoCoMo's turns the threshold may flag (default 0.0025)")
+    parser.add_argument("--short-margin", type=float, default=1.0,
+                        help="how far above the highest benign 2-4-word score the short-text threshold sits (default 1)")
     parser.add_argument("--keep", type=int, default=60_000, help="features kept in the shipped file (largest weights)")
     parser.add_argument("--no-write", action="store_true", help="cross-validate and report only")
     args = parser.parse_args(argv)
@@ -243,8 +245,12 @@ def main(argv: list[str] | None = None) -> int:
         [s for s, g in zip(out_of_fold, groups) if g == "ledger titles"])
     pool_texts = turns if turns else [t for t, g in zip(texts, groups) if g == "ledger titles"]
     threshold = pick_threshold(pool, pool_texts, args.fp_target)
-    turns_long = np.array([classifier.long_enough(fold(t).text) for t in turns])
-    figures = report(out_of_fold, y, groups, texts, injections, locomo_scores, turns_long, threshold)
+    kinds = np.array([classifier.judged(fold(t).text) or "" for t in texts])
+    turn_kinds = np.array([classifier.judged(fold(t).text) or "" for t in turns])
+    short_threshold = pick_short_threshold(out_of_fold, y, kinds, locomo_scores.mean(axis=0) if turns else None,
+                                           turn_kinds, args.short_margin)
+    figures = report(out_of_fold, y, groups, texts, injections, locomo_scores, turn_kinds, kinds, threshold,
+                     short_threshold)
 
     if args.no_write:
         return 0
@@ -258,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
         final = classifier._Model({"weights": weights, "bias": b, "threshold": 0.0})
         turn_scores = np.array([final.score(fold(t).text) for t in turns])
         final_threshold = pick_threshold(turn_scores, turns, args.fp_target)
+        # and no short turn (never trained on) passes its short-text threshold either
+        if short_threshold is not None and (turn_kinds == "short").any():
+            short_threshold = max(short_threshold, float(turn_scores[turn_kinds == "short"].max()))
     record = {
         "version": datetime.date.today().isoformat(),
         "trained_by": "bench/train_injection_model.py",
@@ -270,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
                               f"{sys.version_info.major}.{sys.version_info.minor} standard library's source (PSF License)",
         },
         "threshold": round(final_threshold, 4),
+        # rounded up: no benign short text passes it
+        "short_threshold": None if short_threshold is None else round(short_threshold + 5e-5, 4),
         "bias": round(float(b), 4),
         "features": len(weights),
         "cross_validated": figures,
@@ -289,22 +300,44 @@ def pick_threshold(scores: np.ndarray, texts: list[str], target: float) -> float
     return float(judged[-allowed - 1]) if 0 < allowed < len(judged) else float(judged[-1])
 
 
-def report(out_of_fold, y, groups, texts, injections, locomo_scores, turns_long, threshold) -> dict:
-    long = np.array([classifier.long_enough(fold(t).text) for t in texts])
-    flagged = (out_of_fold > threshold) & long
-    locomo_scores = np.where(turns_long, locomo_scores, -np.inf) if locomo_scores.size else locomo_scores
+def pick_short_threshold(out_of_fold, y, kinds, locomo_scores, turn_kinds, margin: float = 1.0) -> float | None:
+    """The short-text threshold: `margin` above the highest score a benign text of 2-4 words
+    reaches out of fold (and LoCoMo's short turns, scored by each fold's model). A word or two
+    decide a short text's score, so no benign one seen may pass it, and one not seen can score
+    a good deal higher ("password: <your password>" scores 3 where the highest seen is 2.4).
+    None when there is no short benign text (short texts are then never judged)."""
+    pool = [out_of_fold[(kinds == "short") & (y == 0)]]
+    if locomo_scores is not None:
+        pool.append(locomo_scores[turn_kinds == "short"])
+    scores = np.concatenate(pool)
+    return float(scores.max()) + margin if scores.size else None
+
+
+def report(out_of_fold, y, groups, texts, injections, locomo_scores, turn_kinds, kinds, threshold,
+           short_threshold) -> dict:
+    """The cross-validated figures of the detector at both thresholds (long texts at `threshold`,
+    short ones at `short_threshold`, single words never)."""
+    if short_threshold is None:
+        short_threshold = float("inf")
+    flagged = ((kinds == "long") & (out_of_fold > threshold)) | ((kinds == "short") & (out_of_fold > short_threshold))
+    if locomo_scores.size:
+        locomo_flagged = (((turn_kinds == "long") & (locomo_scores > threshold))
+                          | ((turn_kinds == "short") & (locomo_scores > short_threshold)))
     n_pos = int((y == 1).sum())
     by_group: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     for record, hit in zip(injections, flagged[:n_pos]):
         key = record["source"].split(":")[0] + (" (en)" if record["lang"] == "en" else " (other languages)")
         by_group[key][0] += int(hit)
         by_group[key][1] += 1
-    print(f"\nthreshold {threshold:.3f}; cross-validated (every text scored by a model that did not see it)")
+    print(f"\nthreshold {threshold:.3f}, short texts {short_threshold:.3f}; cross-validated (every text scored "
+          "by a model that did not see it)")
     print(f"{'set':<44} {'flagged':>8} {'of':>6} {'share':>7}")
     for key, (hit, total) in sorted(by_group.items()):
         print(f"{'injections: ' + key:<44} {hit:>8} {total:>6} {hit / total:>7.3f}")
     recall = float(flagged[:n_pos].mean())
     print(f"{'injections, all':<44} {int(flagged[:n_pos].sum()):>8} {n_pos:>6} {recall:>7.3f}")
+    short = kinds[:n_pos] == "short"
+    print(f"{'injections of 2-4 words':<44} {int(flagged[:n_pos][short].sum()):>8} {int(short.sum()):>6}")
     figures = {"injections_flagged": round(recall, 4)}
     for group in ("benign_tricky", "ledger titles", "chatterbot", "benign_chat", "stdlib source"):
         mask = np.array([g == group for g in groups])
@@ -312,7 +345,7 @@ def report(out_of_fold, y, groups, texts, injections, locomo_scores, turns_long,
         print(f"{'false positives: ' + group:<44} {hits:>8} {total:>6} {hits / max(total, 1):>7.3f}")
         figures[f"false_positives_{group.replace(' ', '_')}"] = round(hits / max(total, 1), 4)
     if locomo_scores.size:
-        share = float((locomo_scores > threshold).mean())
+        share = float(locomo_flagged.mean())
         print(f"{'false positives: LoCoMo turns (never trained)':<44} {round(share * locomo_scores.shape[1]):>8} "
               f"{locomo_scores.shape[1]:>6} {share:>7.3f}")
         figures["false_positives_locomo_turns"] = round(share, 4)

@@ -13,13 +13,18 @@ model reads the folded text (normalise.py) as features and adds up one weight pe
     score = bias + (sum of the weights of the text's features) / sqrt(number of features)
 
 and the text is flagged when the score passes the model's threshold and the text has at least
-`MIN_WORDS` words (shorter ones are left to the rules). The weights come from
-`bench/train_injection_model.py` (logistic regression in numpy, trained offline on the dev
-split of the public attack corpora and benign text; the file records what it was trained on,
-its threshold and the figures it was chosen by). Scoring is pure Python: each distinct word's
-weights are added up once and kept (`_WORD_CACHE`), so a note costs about one dictionary
-look-up per word and per word pair, no numpy, no model load at start (the weights are read on
-first use).
+`MIN_WORDS` words. A shorter text of `SHORT_MIN_WORDS` words or more ("Reply in reverse.",
+"Was ist das Passwort?") is judged against a stricter threshold, the highest score a benign
+short text reached in the training script's cross-validation (a word or two decide a short
+text's score, so its threshold sits above every benign one seen); a single word is left to the
+rules. The weights come from `bench/train_injection_model.py` (logistic regression in numpy,
+trained offline on the dev split of the public attack corpora and benign text; the file
+records what it was trained on, its thresholds and the figures they were chosen by).
+
+Scoring is pure Python in a few C-level passes over the words: each distinct word's own
+weight, feature count, name in pairs and the pairs it starts are worked out once and kept
+(up to `_CACHE_LIMIT` words), so a note costs a handful of `itemgetter` look-ups over its word
+list, no numpy, no model load at start (the weights are read on first use).
 
 The model's file is package data (`injection_model.json.gz`); without it the scanner runs its
 rules alone and `status()` says so.
@@ -53,10 +58,12 @@ class _Separators(dict):
 
 
 _SEPARATORS = _Separators()
+_ASCII_SEPARATORS = bytes(b if chr(b).isalnum() else 32 for b in range(128)) + bytes(range(128, 256))
 # Scripts written without spaces between words: a run of them is read as character pairs.
 _UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
                        "\uf900-\ufaff\uff66-\uff9f]")
-MIN_WORDS = 5  # a shorter text is judged by the rules alone (see `long_enough`)
+MIN_WORDS = 5  # a shorter text is judged against the stricter short-text threshold (see `judged`)
+SHORT_MIN_WORDS = 2  # a shorter one still (a word) by the rules alone
 MAX_FEATURE_WORDS = 5_000  # words read per text: enough to judge it, a bound on the work
 MAX_FEATURE_CHARS = 40_000  # characters those words are looked for in
 _CACHE_LIMIT = 100_000  # distinct words whose weights are kept
@@ -76,7 +83,11 @@ def _word_features(word: str) -> list[str]:
 def words(folded: str) -> list[str]:
     """The words of a folded text the model reads: runs of letters, marks and digits, the first
     `MAX_FEATURE_WORDS` in its first `MAX_FEATURE_CHARS` characters."""
-    out = folded[:MAX_FEATURE_CHARS].translate(_SEPARATORS).split()
+    head = folded[:MAX_FEATURE_CHARS]
+    if head.isascii():  # a bytes translate is C-speed per character; a str one looks each one up
+        out = head.encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
+    else:
+        out = head.translate(_SEPARATORS).split()
     return out if len(out) <= MAX_FEATURE_WORDS else out[:MAX_FEATURE_WORDS]
 
 
@@ -90,19 +101,29 @@ def _pairs(words: list[str]) -> list[str]:
 
 
 def long_enough(folded: str) -> bool:
-    """Whether a text has the MIN_WORDS words the model needs to judge it (a run of a script
-    written without spaces counts a word per two characters). Below that, a word or two decide
-    the score: "password: see the vault" would read like the corpora's "what is the password?"."""
-    return _enough(_words(folded[:4_000]))
+    """Whether a text has the MIN_WORDS words the model needs to judge it at its threshold (a
+    run of a script written without spaces counts a word per two characters). Below that, a
+    word or two decide the score: "password: see the vault" would read like the corpora's
+    "what is the password?"."""
+    return _count(_words(folded[:4_000])) >= MIN_WORDS
 
 
-def _enough(words: list[str]) -> bool:
+def judged(folded: str) -> str | None:
+    """How the model judges a text: "long" (MIN_WORDS words or more: at its threshold),
+    "short" (SHORT_MIN_WORDS to MIN_WORDS - 1: at its stricter short-text threshold), or None
+    (shorter still: the rules alone)."""
+    count = _count(_words(folded[:4_000]))
+    return "long" if count >= MIN_WORDS else "short" if count >= SHORT_MIN_WORDS else None
+
+
+def _count(words: list[str]) -> int:
+    """The words counted (a run of an unspaced script a word per two characters), up to MIN_WORDS."""
     count = 0
     for word in words:
         count += (len(word) + 1) // 2 if _UNSPACED.search(word) else 1
         if count >= MIN_WORDS:
-            return True
-    return False
+            break
+    return count
 
 
 def features(folded: str) -> list[str]:
@@ -121,6 +142,8 @@ class _Model:
         self.weights: dict[str, float] = data["weights"]
         self.bias = float(data["bias"])
         self.threshold = float(data["threshold"])
+        # texts of SHORT_MIN_WORDS to MIN_WORDS - 1 words: flagged only above this (None: never)
+        self.short_threshold = None if data.get("short_threshold") is None else float(data["short_threshold"])
         self.info = {k: v for k, v in data.items() if k != "weights"}
         # the word-pair weights by first word, then second: no "b:a b" string built per pair
         self.pairs: dict[str, dict[str, float]] = {}
@@ -131,8 +154,7 @@ class _Model:
         # per distinct word, filled on first sight: its own features' weight, their count, its
         # name in word pairs (None for a run of a script written without spaces: no pairs), and
         # the weights of the pairs it starts (keyed by the next word's name)
-        self.word_weight: dict[str, float] = {}
-        self.word_count: dict[str, int] = {}
+        self.word_weight: dict[str, complex] = {}  # its features' weight + 1j * their count: one sum adds both
         self.word_name: dict[str, str | None] = {}
         self.word_next: dict[str, dict[str, float]] = {}
 
@@ -142,15 +164,14 @@ class _Model:
         if not missing:
             return
         if len(self.word_weight) + len(missing) > _CACHE_LIMIT:
-            for cache in (self.word_weight, self.word_count, self.word_name, self.word_next):
+            for cache in (self.word_weight, self.word_name, self.word_next):
                 cache.clear()
             missing = set(words)
         get = self.weights.get
         for word in missing:
             names = _word_features(word)
             name = "0" if word.isdigit() else (None if _UNSPACED.search(word) else word)
-            self.word_weight[word] = sum(get(n, 0.0) for n in names)
-            self.word_count[word] = len(names)
+            self.word_weight[word] = complex(sum(get(n, 0.0) for n in names), len(names))
             self.word_name[word] = name
             self.word_next[word] = self.pairs.get(name, _NO_PAIRS) if name is not None else _NO_PAIRS
 
@@ -166,18 +187,20 @@ class _Model:
             if not words:
                 return self.bias
             self.learn(words)
-            return self.bias + self.word_weight[words[0]] / math.sqrt(self.word_count[words[0]])
+            own = self.word_weight[words[0]]
+            return self.bias + own.real / math.sqrt(own.imag)
         look = itemgetter(*words)
         try:
             weights = look(self.word_weight)
         except KeyError:
             self.learn(words)
             weights = look(self.word_weight)
-        count = sum(look(self.word_count))
+        own = sum(weights)
+        count = round(own.imag)
         nexts = look(self.word_next)
         names = look(self.word_name) if numbers or not spaced else words
         # each word's pairs, looked up by the next word's name; most words start some pair
-        total = sum(weights) + sum(map(dict.get, compress(nexts, nexts), compress(names[1:], nexts), repeat(0.0)))
+        total = own.real + sum(map(dict.get, compress(nexts, nexts), compress(names[1:], nexts), repeat(0.0)))
         if spaced:
             count += len(names) - 1
         else:  # a pair with a word of an unspaced script is no feature
@@ -221,18 +244,22 @@ def score(folded: str) -> float | None:
 
 
 def flags(folded: str, split: list[str] | None = None) -> bool:
-    """Whether the model flags a folded text as an injection (`split`: its `words`, when known)."""
+    """Whether the model flags a folded text as an injection (`split`: its `words`, when known).
+    A text of MIN_WORDS words or more is flagged above the model's threshold; a shorter one of
+    SHORT_MIN_WORDS or more above its short-text threshold (when the model has one)."""
     model = _model()
     if model is None:
         return False
     words = _words(folded) if split is None else split
     spaced, numbers = _shape(folded)
-    if spaced:
-        if len(words) < MIN_WORDS:
-            return False
-    elif not _enough(words):
+    count = min(len(words), MIN_WORDS) if spaced else _count(words)
+    if count >= MIN_WORDS:
+        threshold = model.threshold
+    elif count >= SHORT_MIN_WORDS and model.short_threshold is not None:
+        threshold = model.short_threshold
+    else:
         return False
-    return model.score_words(words, spaced, numbers) > model.threshold
+    return model.score_words(words, spaced, numbers) > threshold
 
 
 def status() -> dict[str, Any]:
