@@ -8,10 +8,11 @@ role headers, hidden characters, exfiltration links); it is reported, and the wr
 decides what to do with it (flag, quarantine, refuse).
 
 Pure and small: standard library only, no network, no state. Each rule is gated by a few
-literal keywords, so a typical note runs few patterns (about 20–30 µs for a 300-character
-note); every pattern starts with a literal and bounds its variable parts, and a rule stops
-after `MAX_FINDINGS_PER_RULE` findings, so 100 KB of hostile text scans in tens of
-milliseconds (tests/test_scanner.py holds both checks). `RULES` is the table below in code.
+literal keywords (on an ASCII text, by whole words: one set operation over the detector's
+word split), so a typical note runs few patterns; every pattern starts with a literal and
+bounds its variable parts, and a rule stops after `MAX_FINDINGS_PER_RULE` findings, so 100 KB
+of hostile text scans in tens of milliseconds (tests/test_scanner.py checks it grows linearly;
+docs/scanner.md has the measured cost). `RULES` is the table below in code.
 
 Each rule module documents its rules in a table (rule id, kind, where its facts come from)
 and its judgment calls: `secrets` and `injections`.
@@ -20,6 +21,7 @@ and its judgment calls: `secrets` and `injections`.
 from __future__ import annotations
 
 import bisect
+import re
 import itertools
 
 from soulgraph.memory.scanner import classifier, normalise
@@ -144,10 +146,29 @@ def _scan(text: str, *, decode: bool) -> list[Finding]:
         findings += _moved(_run(INJECTION_RULES, read.text, read.text, read.text, gate), read, text, findings)
     if decode:
         findings += _decoded(text, findings)
+    if REDACTED in text:  # the mark a writer left where it cut a secret out is no secret itself
+        findings = [f for f in findings if not (f.kind == SECRET and _at_redaction(text, f))]
     # The detector judges what the rules let through; a text with a secret is refused anyway.
     if not findings and classifier.flags(read.text, words):
         findings.append(Finding(INJECTION, DETECTOR.id, DETECTOR.description, 0, len(text)))
     return findings
+
+
+REDACTED = "[secret removed: "
+"""How `memory.write.redact_secrets` marks a cut: "Bearer [secret removed: np.http.2]" reads like a
+token to some rule sets' patterns, and a turn whose secret was cut out must not be refused for
+the mark."""
+
+
+def _at_redaction(text: str, finding: Finding) -> bool:
+    """Whether a secret finding is (or starts inside) a redaction mark, and ends at its close."""
+    start = text.find(REDACTED, max(0, finding.start - 80), finding.end + len(REDACTED))
+    if start < 0 or start > finding.end:
+        return False
+    close = text.find("]", start)
+    # Before the mark only a name and an assignment may lie ("client_secret=[secret removed: …]").
+    return (close >= 0 and finding.end <= close + 2
+            and re.fullmatch(r"[\w .-]*[:=]?\s*['\"]?", text[finding.start:start]) is not None)
 
 
 MAX_ENCODED_SPANS = 64  # encoded stretches read per text (their decoded text is bounded too: normalise)
