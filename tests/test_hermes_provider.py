@@ -73,6 +73,18 @@ def test_a_secret_in_a_turn_is_cut_out_and_never_reaches_the_disk(service, tmp_p
         assert AWS_KEY.encode() not in path.read_bytes(), path
 
 
+def test_a_pasted_bearer_token_is_cut_out_and_the_turn_kept(service, tmp_path):
+    # The cut's own mark ("Bearer [secret removed: …]") reads like a token to a rule set whose
+    # character class takes "[": the turn must still be kept, the token never.
+    token = "eyJhbGciOiJIUzI1NiJ9" + "Qx7" * 12
+    pasted = f'headers = {{"Authorization": "Bearer {token}"}} why does this 401?'
+    result = ok(service, "sync_turn", user=pasted, assistant="the token expired", session_id="s")
+    content = service.soul.graph().nodes[result["id"]].content
+    assert "[secret removed:" in content and token not in content
+    for path in tmp_path.iterdir():
+        assert token.encode() not in path.read_bytes(), path
+
+
 def test_consolidation_promotes_typed_memories_once_and_confirms_repeats(service):
     ok(service, "sync_turn", user="I prefer tea over coffee. My name is Ada. Nice weather.", assistant="noted",
        session_id="s")
