@@ -13,6 +13,11 @@ are cut out before anything is written (`memory.write.redact_secrets`); then the
 checks every field as for any write: a secret left in another field (the session id, the user
 id, the platform, the sender's metadata) refuses the turn, and a turn that reads like prompt
 injection is stored flagged (private, withheld from prompts, never consolidated).
+
+Entities (memory/entities.py): the people, places and other named things the user's and the
+assistant's words name (after the secrets are cut out) tag the turn `entity:<key>`, their names
+as written and their types in `metadata["entities"]`; `speakers` (the user's own names) and the
+entities the scope already knows count as evidence for a name that opens a sentence.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from soulgraph.engine.graph import Node, SoulGraph
+from soulgraph.memory import entities
 from soulgraph.memory.scopes import SHARED
 from soulgraph.memory.write import redact_secrets, remember
 
@@ -45,18 +51,22 @@ class TurnWritten:
 
 def record_turn(graph: SoulGraph, user: str, assistant: str, *, session_id: str, platform: str = "",
                 user_id: str = "", messages: list[dict[str, Any]] | None = None,
-                metadata: dict[str, Any] | None = None, scope: str = SHARED) -> TurnWritten:
+                metadata: dict[str, Any] | None = None, scope: str = SHARED,
+                speakers: Iterable[str] = ()) -> TurnWritten:
     """Add one completed turn to `graph` (inside `SoulFile.change()`), chained after the
     session's last turn. `metadata`: more to keep on the memory (the sender's turn id);
-    `scope`: the user's (memory/scopes.py), the turn's and its session node's."""
+    `scope`: the user's (memory/scopes.py), the turn's and its session node's; `speakers`: the
+    user's own names, recognised as people wherever the turn names them."""
     tag = session_tag(session_id)
     turns = session_turns(graph, session_id, scope)
     parent = turns[-1] if turns else session_node(graph, session_id, platform, user_id, scope)
     text, redacted = redact_secrets(turn_text(user, assistant, messages))
     number = len(turns) + 1
-    written = remember(graph, text, [tag, TURN_TAG], writer=user_id or "hermes", parents=[parent.id],
-                       kind="episodic_event", source=SOURCE, source_ref=f"{session_id}#{number}",
-                       metadata={**(metadata or {}), "platform": platform, "turn": number}, where="sync_turn",
+    named = entities.recognise(_spoken(text), speakers, entities.Known(graph, scope))
+    about = {entities.METADATA_KEY: entities.link_metadata(named)} if named else {}
+    written = remember(graph, text, [tag, TURN_TAG, *entities.link_tags(named)], writer=user_id or "hermes",
+                       parents=[parent.id], kind="episodic_event", source=SOURCE, source_ref=f"{session_id}#{number}",
+                       metadata={**(metadata or {}), "platform": platform, "turn": number, **about}, where="sync_turn",
                        scope=scope)
     return TurnWritten(written.node, redacted, written.warnings)
 
@@ -90,6 +100,17 @@ def turn_text(user: str, assistant: str, messages: Iterable[dict[str, Any]] | No
     lines += tools
     if assistant and assistant.strip():
         lines.append(f"Assistant: {_cut(assistant, ASSISTANT_CHARS)}")
+    return "\n".join(lines)
+
+
+def _spoken(text: str) -> str:
+    """What the user and the assistant said in a turn's text, a line each, without the
+    "User:" and "Assistant:" labels and without the tool lines."""
+    lines = []
+    for line in text.split("\n"):
+        for label in ("User: ", "Assistant: "):
+            if line.startswith(label):
+                lines.append(line[len(label):])
     return "\n".join(lines)
 
 

@@ -253,8 +253,10 @@ def _is_name_word(word: str) -> bool:
     lowered = word.lower().replace("’", "'")
     if bare.lower() in _NOT_NAMES or lowered in _FUNCTION:
         return False
+    if len(bare) > 30 or sum(c.isdigit() for c in bare) > 2:
+        return False  # an id, a hash, a key: not a name
     if bare.isupper():
-        return len(bare) >= 2  # an acronym; "I" alone is no name
+        return 2 <= len(bare) <= 8  # an acronym; "I" alone is no name
     return True
 
 
@@ -299,9 +301,9 @@ def _type(name: str, words: list[tuple[str, int, int]], title: str | None, peopl
         return "person"
     if k in _PLACES:
         return "place"
-    lowered = [w.lower().rstrip(".") for w, _s, _e in words]
-    if lowered[-1] in _ORGANISATION_WORDS or (len(lowered) > 2 and lowered[0] in _ORGANISATION_WORDS
-                                              and lowered[1] == "of"):
+    lowered = k.split("-")
+    if len(lowered) > 1 and (lowered[-1] in _ORGANISATION_WORDS or (lowered[0] in _ORGANISATION_WORDS
+                                                                     and lowered[1] == "of")):
         return "organisation"
     return "other"
 
@@ -357,21 +359,32 @@ def resolve(graph: SoulGraph, name: str, scope: str = record.DEFAULT_SCOPE) -> l
     return sorted(out, key=lambda t: (t != wanted, t))
 
 
-def about(graph: SoulGraph, name: str, k: int = 10, *, scope: str = record.DEFAULT_SCOPE,
+def about(graph: SoulGraph, name: str, k: int = 10, *, scope: str = record.DEFAULT_SCOPE, tag: str | None = None,
           include_archived: bool = False, where: Callable[[Node], bool] | None = None,
-          exclude: AbstractSet[str] = frozenset()) -> list[Node]:
+          exclude: AbstractSet[str] = frozenset(), include_flagged: bool = False) -> list[Node]:
     """The memories about `name` a reader of `scope` sees: typed memories first (facts,
     preferences, plans drawn from the conversation), then conversation turns; the newest
-    (last confirmed) first within each. `where`, `exclude`: narrowed further."""
+    (last confirmed) first within each. `tag`, `where`, `exclude`: narrowed further;
+    `include_flagged`: flagged memories too (for an answer that shows them withheld)."""
     sees = _sees(scope)
     ids: set[str] = set()
     for t in resolve(graph, name, scope):
         ids |= graph.tags.get(t, set())
+    if tag is not None:
+        ids &= graph.tags.get(tag, set())
     nodes = [node for i in ids if i not in exclude and (node := graph.nodes.get(i)) is not None and sees(node)
              and (include_archived or node.status == ACTIVE) and (where is None or where(node))
-             and not record.flagged(node.metadata)]
+             and (include_flagged or not record.flagged(node.metadata))]
     nodes.sort(key=lambda n: (n.kind == "episodic_event", -n.confirmed_at, n.id))
     return nodes[:k]
+
+
+def where_about(tags: Iterable[str], also: Callable[[Node], bool] | None = None) -> Callable[[Node], bool]:
+    """The predicate of memories carrying one of `tags` (and accepted by `also`, if given)."""
+    wanted = frozenset(tags)
+    if also is None:
+        return lambda node: not wanted.isdisjoint(node.tags)
+    return lambda node: not wanted.isdisjoint(node.tags) and also(node)
 
 
 def query_tags(graph: SoulGraph, text: str, scope: str = record.DEFAULT_SCOPE,

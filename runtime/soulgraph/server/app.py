@@ -43,7 +43,7 @@ from mcp.types import ToolAnnotations
 
 from soulgraph import __version__
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
-from soulgraph.memory import filters, flagged, ranking, record, scopes, snapshot
+from soulgraph.memory import entities, filters, flagged, ranking, record, scopes, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.memory import markdown_files as files
 from soulgraph.server import markdown_tools, memory_tools, shapes, stdio
@@ -310,18 +310,22 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
                                                       exclude=tools.reader.hidden_ids(graph)))}
 
     @tool(READ)
-    async def soul_query(query: QueryText, limit: Limit = 10, hint: Hint = "", tag: Tag | None = None,
+    async def soul_query(query: QueryText = "", limit: Limit = 10, hint: Hint = "", tag: Tag | None = None,
                          include_archived: Annotated[bool, Field(description="Also search superseded, contradicted and archived memories.")] = False,
                          kind: Kind | None = None,
                          status: Status | None = None,
                          created_after: Annotated[str, Field(max_length=40, description="Only memories written at or after this ISO 8601 date/datetime (UTC if no zone).")] = "",
                          created_before: Annotated[str, Field(max_length=40, description="Only memories written before this ISO 8601 date/datetime.")] = "",
                          valid_at: Annotated[str, Field(max_length=40, description="What was true at this ISO 8601 date/datetime (superseded memories included).")] = "",
+                         about: Annotated[str, Field(max_length=200, description="Only memories about this person, place, organisation, project or other named thing, e.g. 'Priya' (also reaches 'Priya Patel'). With no query: what is known about it, typed memories first, newest first.")] = "",
                          ) -> shapes.Results:
         """Plain search over memories: rarer shared words count more; recently used, confirmed
         and confident memories rank a little higher; near-copies do not crowd the list, and a
         replaced memory that matches brings its replacement. `hint` is a second query merged
-        in; `tag` keeps only nodes with it; `kind`, `status` and the time filters narrow it further."""
+        in; `tag` keeps only nodes with it; `kind`, `status` and the time filters narrow it further.
+        `about` answers "what do we know about X?": the memories that name X (entities are
+        recognised as memories are written), searched by `query` or, without one, all of them;
+        when no memory was tagged with X, a search for its words."""
         try:
             times = {name: filters.parse_time(value, name) if value else None for name, value in
                      (("created_after", created_after), ("created_before", created_before), ("valid_at", valid_at))}
@@ -332,6 +336,17 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
                                true_at=times["valid_at"])
         graph = tools.read()
         out_of_recall_too = include_archived or times["valid_at"] is not None or status not in (None, record.DEFAULT_STATUS)
+        if about.strip():
+            about_tags = entities.resolve(graph, about, tools.reader.scope)
+        if about.strip() and not about_tags:  # memories written before entities were recognised: by its words
+            query = f"{query} {about}".strip()
+        elif about.strip():
+            if not query.strip():
+                found = entities.about(graph, about, limit, scope=tools.reader.scope, tag=tag, where=accept,
+                                       include_archived=out_of_recall_too, exclude=tools.reader.hidden_ids(graph),
+                                       include_flagged=True)
+                return {"results": [tools.brief(n, via=f"about {about.strip()[:80]}") for n in found]}
+            accept = entities.where_about(about_tags, accept)
         found = ranking.recall(graph, query, limit, hint=hint or None, tag=tag, where=accept,
                                exclude=tools.reader.hidden_ids(graph),
                                include_archived=out_of_recall_too, vectors=tools.vectors)
