@@ -105,7 +105,6 @@ def replay(records: list[dict[str, Any]], limit: int = 10, embed: bool = True) -
     stats: Counter = Counter()
     scored: list[Scored] = []
     revisions: list[dict[str, Any]] = []  # every change the replay marked, for a hand check
-    seen = 0
     for key, group in conversations(records).items():
         history = group[0]["history"]
         clock = _Clock()
@@ -114,9 +113,6 @@ def replay(records: list[dict[str, Any]], limit: int = 10, embed: bool = True) -
             vectors = VectorStore(vectors_path(soul.path), background=False) if embed else None
             service = MemoryService(soul, embed=embed, vectors=vectors)
             turn_of = _write(service, clock, key, history, stats, revisions)
-            for change in revisions[seen:]:
-                change["old_text"], change["new_text"] = history[change["old"]]["text"], history[change["new"]]["text"]
-            seen = len(revisions)
             graph = service.soul.graph()
             if vectors is not None:
                 vectors.ready(graph)
@@ -147,8 +143,10 @@ def _write(service: MemoryService, clock: _Clock, key: str, history: list[dict[s
         stats["promoted"] += len(kept["added"])
         stats["revised"] += len(kept["updated"])
         for change in kept["updated"]:
-            revisions.append({"old": turn_of.get(change["id"], -1), "new": turn_of.get(change["by"], -1),
-                              "from": change["old"], "to": change["new"], "conversation": key})
+            old, new = turn_of.get(change["id"], -1), turn_of.get(change["by"], -1)
+            revisions.append({"old": old, "new": new, "from": change["old"], "to": change["new"], "conversation": key,
+                              "old_text": history[old]["text"] if old >= 0 else "",
+                              "new_text": history[new]["text"] if new >= 0 else ""})
 
     for index, turn in enumerate(history):
         date = str(turn.get("time", ""))

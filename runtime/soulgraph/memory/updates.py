@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
 
 from soulgraph.engine.graph import ACTIVE, Node, SoulGraph
-from soulgraph.engine.index import stem
+from soulgraph.engine.index import STOPWORDS, stem
 
 MIN_SHARED = 2  # slot words both sentences must share
 WINDOW = 10  # words each side of a value that make its slot
@@ -173,7 +172,7 @@ def values(text: str) -> list[Value]:
             unit = ""
             if kind == "number":
                 unit = _unit(match.group("unit"))
-                if _year(raw, unit) or "." in raw and not unit:
+                if _year(raw) or "." in raw and not unit:
                     continue  # a year or a version is no slot
             start, end = match.start(), match.end()
             # A value's words stop at its neighbours: in "35% in stocks and 50% in bonds" the
@@ -215,7 +214,6 @@ def _glued(sentence: str, match: re.Match[str]) -> bool:
 
 
 def _content(word: str) -> bool:
-    from soulgraph.engine.index import STOPWORDS
     return len(word) > 2 and word not in STOPWORDS and word not in _GENERIC
 
 
@@ -230,7 +228,7 @@ def _unit(word: str | None) -> str:
     return stem(word)
 
 
-def _year(raw: str, unit: str) -> bool:
+def _year(raw: str) -> bool:
     return len(raw) == 4 and raw.isdigit() and 1900 <= int(raw) <= 2100
 
 
@@ -258,13 +256,11 @@ def _same_slot(new: Value, old: Value, rare: set[str]) -> tuple[str, ...] | None
 _NAMED_TYPES = tuple(slot for slot, _query, _pattern in _NAMED)
 
 
-def find(graph: SoulGraph, node: Node, text: str | None = None, *, scope: str | None = None,
-         kinds: Iterable[str] | None = None) -> list[Update]:
+def find(graph: SoulGraph, node: Node, text: str | None = None, *, scope: str | None = None) -> list[Update]:
     """The earlier memories whose values `node`'s text (or `text`, a part of it) changes.
     Only memories of the same scope, created before it, active; one update per old memory
     (its best shared slot)."""
     scope = node.scope if scope is None else scope
-    kinds = set(kinds) if kinds is not None else None
     changed = [v for v in values(node.content if text is None else text) if v.cued]
     if not changed:
         return []
@@ -277,7 +273,7 @@ def find(graph: SoulGraph, node: Node, text: str | None = None, *, scope: str | 
                                                                   and n.created_at < node.created_at
                                                                   and n.id != node.id)):
             old = hit.node
-            if old.id in found or (kinds is not None and old.kind not in kinds):
+            if old.id in found:
                 continue
             held_values = values(old.content)
             if any(h.type == value.type and h.norm == value.norm for h in held_values):

@@ -16,15 +16,15 @@ Two operations, planned first (a `Plan` says what would change and why) and then
   not statements: two turns with the same words are two turns, never merged.
 
 Bounded: a plan looks at most `max_nodes` memories and stops at its `deadline` (seconds), so a
-session's end stays cheap however large the graph; what it did not reach, the next run does
-(candidates are taken weakest first, so the next run starts where this one matters most).
+session's end stays cheap however large the graph. A session's end looks at the memories in
+the order they were written, so in a graph too large for its deadline the newest are reached
+only by the on-demand command, which has no deadline.
 Run at each Hermes session's end (the memory service's `consolidate`) for that user's memories,
 and on demand for the whole soul: `python -m soulgraph.store consolidate SOUL [--dry-run]`.
 """
 
 from __future__ import annotations
 
-import heapq
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -92,7 +92,7 @@ def plan(graph: SoulGraph, *, where: Callable[[Node], bool] | None = None, below
             if not (graph.path(keep.id, gone.id) or graph.path(gone.id, keep.id)):
                 out.merge.append((keep.id, gone.id))
                 first_of[key] = keep
-    out.archive = [(node_id, strength) for strength, node_id in heapq.nsmallest(len(candidates), candidates)]
+    out.archive = [(node_id, strength) for strength, node_id in sorted(candidates)]
     return out
 
 
