@@ -39,7 +39,9 @@ from tests.faulty_io import Crash, FaultPlan, installed
 
 # At the defaults the test holds itself to at least 10,000 changes tried. Longer runs:
 # SOULGRAPH_MODEL_RUNS=2000 (and SOULGRAPH_MODEL_NO_SHRINK=1 to report a failure at once).
-DEFAULT_RUNS, DEFAULT_STEPS = 150, 120
+# Hypothesis draws a different number of steps per run from one machine to the next (9,546 and
+# 10,819 changes in 150 runs seen): 180 runs keep the 10,000 the issue asks for with a margin.
+DEFAULT_RUNS, DEFAULT_STEPS = 180, 120
 RUNS = int(os.environ.get("SOULGRAPH_MODEL_RUNS", DEFAULT_RUNS))
 STEPS = int(os.environ.get("SOULGRAPH_MODEL_STEPS", DEFAULT_STEPS))
 STEPS_TAKEN: list[int] = []
