@@ -38,7 +38,6 @@ import math
 import re
 import unicodedata
 from pathlib import Path
-from itertools import compress, repeat
 from operator import itemgetter
 from typing import Any, Iterable
 
@@ -151,12 +150,13 @@ class _Model:
             if name.startswith("b:"):
                 a, _, b = name[2:].partition(" ")
                 self.pairs.setdefault(a, {})[b] = weight
-        # per distinct word, filled on first sight: its own features' weight, their count, its
+        # per distinct word, filled on first sight: its own features' weight and their count, its
         # name in word pairs (None for a run of a script written without spaces: no pairs), and
-        # the weights of the pairs it starts (keyed by the next word's name)
+        # by the next word's name, its own weight plus that of the pair it starts (so one look-up
+        # per position adds both; a next word that starts no known pair gets the word's own)
         self.word_weight: dict[str, complex] = {}  # its features' weight + 1j * their count: one sum adds both
         self.word_name: dict[str, str | None] = {}
-        self.word_next: dict[str, dict[str, float]] = {}
+        self.word_next: dict[str, dict[str | None, complex]] = {}
 
     def learn(self, words: Iterable[str]) -> None:
         """Fill the caches for the words not seen before."""
@@ -171,9 +171,10 @@ class _Model:
         for word in missing:
             names = _word_features(word)
             name = "0" if word.isdigit() else (None if _UNSPACED.search(word) else word)
-            self.word_weight[word] = complex(sum(get(n, 0.0) for n in names), len(names))
+            own = self.word_weight[word] = complex(sum(get(n, 0.0) for n in names), len(names))
             self.word_name[word] = name
-            self.word_next[word] = self.pairs.get(name, _NO_PAIRS) if name is not None else _NO_PAIRS
+            pairs = self.pairs.get(name, _NO_PAIRS) if name is not None else _NO_PAIRS
+            self.word_next[word] = {b: own + weight for b, weight in pairs.items()} if pairs else _NO_PAIRS
 
     def score(self, folded: str) -> float:
         """The same sum as over `features(folded)`, a word's own features added up once."""
@@ -195,12 +196,11 @@ class _Model:
         except KeyError:
             self.learn(words)
             weights = look(self.word_weight)
-        own = sum(weights)
-        count = round(own.imag)
-        nexts = look(self.word_next)
         names = look(self.word_name) if numbers or not spaced else words
-        # each word's pairs, looked up by the next word's name; most words start some pair
-        total = own.real + sum(map(dict.get, compress(nexts, nexts), compress(names[1:], nexts), repeat(0.0)))
+        # each word's own weight and that of the pair it starts, looked up by the next word's name
+        own = sum(map(dict.get, look(self.word_next), names[1:], weights), weights[-1])
+        total = own.real
+        count = round(own.imag)
         if spaced:
             count += len(names) - 1
         else:  # a pair with a word of an unspaced script is no feature
@@ -208,7 +208,7 @@ class _Model:
         return self.bias + total / math.sqrt(count)
 
 
-_NO_PAIRS: dict[str, float] = {}
+_NO_PAIRS: dict = {}
 
 
 def _shape(folded: str) -> tuple[bool, bool]:
