@@ -1,7 +1,9 @@
-"""The operator's commands: fleet-update, fleet bootstrap, fleet status, fleet verify."""
+"""The operator's commands: fleet-update, fleet bootstrap, fleet status, fleet verify, fleet backup,
+fleet restore."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -11,24 +13,35 @@ from pathlib import Path
 import click
 
 from fleet import inventory as inv
+from fleet import memory, run_lock
 from fleet.build import REPO, BuildError, RuntimeBuilder, resolve_sha
 from fleet.deploy import BOOTSTRAP_ROLES, UPDATE_ROLES, load_roles, update_host, with_soul
 from fleet.roles import RoleError
-from fleet.runner import Progress, exit_code, recap, run_hosts
+from fleet.runner import EXIT_INTERRUPTED, Progress, exit_code, recap, run_hosts
 from fleet.soul import SoulSourceError, SoulTree, describe, fetch, parse_soul
 
 DEFAULT_INVENTORY = "inventory.yml"
+NO_INVENTORY = ("no inventory: no -i INVENTORY was given and there is no ./{default} here, so {target!r} "
+                "names no hosts. Copy inventory.example to {default} and list your hosts in it (or give "
+                "-i PATH); to work on this machine alone, give the target 'local' (./run-local does)")
+
+
+def _inventory_file(inventory_path: str | None, target: str) -> str | None:
+    """The inventory a run reads (None: no file, only `local`), as _select picks it."""
+    if inventory_path:
+        return inventory_path
+    if Path(DEFAULT_INVENTORY).exists() and target != inv.LOCAL:
+        return DEFAULT_INVENTORY
+    return None
 
 
 def _select(inventory_path: str | None, target: str, limit: str | None,
             accept_new_host_keys: bool = False) -> list[inv.Host]:
     try:
-        if inventory_path:
-            inventory = inv.load(inventory_path)
-        elif Path(DEFAULT_INVENTORY).exists() and target != inv.LOCAL:
-            inventory = inv.load(DEFAULT_INVENTORY)
-        else:
-            inventory = inv.empty()
+        path = _inventory_file(inventory_path, target)
+        inventory = inv.load(path) if path else inv.empty()
+        if path is None and any(p.strip() not in ("", inv.LOCAL) for p in target.split(",")):
+            raise inv.InventoryError(NO_INVENTORY.format(default=DEFAULT_INVENTORY, target=target))
         hosts = inventory.select(target, limit)
     except inv.InventoryError as exc:
         raise click.ClickException(str(exc)) from None
@@ -42,6 +55,31 @@ def _select(inventory_path: str | None, target: str, limit: str | None,
 def _fail(message: str) -> None:
     click.echo(f"Error: {message}", err=True)
     sys.exit(1)
+
+
+def _take_run_lock(inventory_path: str | None, target: str, wait: float, check: bool):
+    """The fleet-wide run lock of the inventory this run reads (none for --check); exits 75
+    naming the holder when another run has it."""
+    if check:
+        return contextlib.nullcontext()
+    try:
+        return run_lock.take(_inventory_file(inventory_path, target), run_lock.command_line(), wait=wait)
+    except run_lock.RunLocked as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(run_lock.EXIT_LOCKED)
+
+
+def _confirm(yes: bool, check: bool, doing: str) -> bool:
+    """Go ahead? --yes and --check never ask; with no terminal to ask on, refuse."""
+    if yes or check:
+        return True
+    if not sys.stdin.isatty():
+        _fail(f"refusing to {doing} without --yes (there is no terminal to ask on); give --yes, "
+              "or --check to see what it would do")
+    if click.confirm("Go ahead?", default=False):
+        return True
+    click.echo("Nothing done.")
+    return False
 
 
 def _soul_known_hosts(hosts, given: str | None) -> str:
@@ -117,6 +155,12 @@ def _update_with_soul(hosts, ref, soul, soul_known_hosts, soul_key, accept_new, 
             tree.close()
 
 
+def wait_option(fn):
+    return click.option("--wait", "wait", default=0.0, type=click.FloatRange(0, 24 * 3600), metavar="SECONDS",
+                        help="When another run holds this inventory's run lock, wait up to this long for it "
+                             "(default: exit at once, 75).")(fn)
+
+
 def update_options(fn):
     @click.option("--hermes", is_flag=True, help="Restart the Hermes gateway where something changed "
                   "(or where it was last restarted onto another runtime).")
@@ -138,6 +182,7 @@ def update_options(fn):
     @click.option("--soul-key", metavar="FILE", help="SSH key for the soul remote (default: ssh-agent, ~/.ssh).")
     @click.option("--repo", default=str(REPO), show_default=True, hidden=True,
                   help="The git repository the runtime is built from.")
+    @wait_option
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         return fn(*args, **kwargs)
@@ -149,16 +194,19 @@ def update_options(fn):
 @click.argument("target")
 @click.argument("sha", default="HEAD")
 def fleet_update(hermes, restart_gateway, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys,
-                 soul, soul_known_hosts, soul_key, repo, target, sha):
+                 soul, soul_known_hosts, soul_key, repo, wait, target, sha):
     """Deploy the soul graph runtime at SHA (default HEAD) to TARGET and install it into Hermes.
 
     TARGET: all, a group, a host, a comma list, or `local` (this machine, no SSH).
-    Exit: 0 all well, 2 a host failed, 4 a host unreachable, 6 both, 130 interrupted.
+    Exit: 0 all well, 2 a host failed, 4 a host unreachable, 6 both, 75 another run holds the
+    inventory's run lock, 130 interrupted.
     """
     hosts = _select(inventory_path, target, limit, accept_new_host_keys)
-    sys.exit(_update_with_soul(hosts, sha, soul, soul_known_hosts, soul_key, accept_new_host_keys,
-                               roles=UPDATE_ROLES, hermes=hermes, yes=yes, check=check, diff=diff,
-                               forks=forks, repo=repo, title="Update to", restart_gateway=restart_gateway))
+    with _take_run_lock(inventory_path, target, wait, check):
+        code = _update_with_soul(hosts, sha, soul, soul_known_hosts, soul_key, accept_new_host_keys,
+                                 roles=UPDATE_ROLES, hermes=hermes, yes=yes, check=check, diff=diff,
+                                 forks=forks, repo=repo, title="Update to", restart_gateway=restart_gateway)
+    sys.exit(code)
 
 
 @click.group()
@@ -173,13 +221,93 @@ fleet.add_command(fleet_update, name="update")
 @update_options
 @click.argument("hosts", nargs=-1, required=True)
 @click.option("--sha", "ref", default="HEAD", show_default=True, help="The commit to deploy.")
+@click.option("--memory-from", "memory_from", metavar="OLD|BACKUP",
+              help="After the bootstrap, give the new host this soul: an inventory host's (a fresh backup of it "
+                   "is taken first; it is left as it was), or a backup folder or file of `fleet backup`.")
+@click.option("--dest", type=click.Path(file_okay=False), metavar="DIR",
+              help="Where the fresh backup of OLD goes (default: the operator's backup folder).")
 def bootstrap(hermes, restart_gateway, yes, check, diff, limit, forks, inventory_path, accept_new_host_keys,
-              soul, soul_known_hosts, soul_key, repo, hosts, ref):
-    """Set up new HOSTS (folders, the gateway's systemd unit or launchd plist), then update them."""
-    chosen = _select(inventory_path, ",".join(hosts), limit, accept_new_host_keys)
-    sys.exit(_update_with_soul(chosen, ref, soul, soul_known_hosts, soul_key, accept_new_host_keys,
-                               roles=BOOTSTRAP_ROLES, hermes=hermes, yes=yes, check=check, diff=diff,
-                               forks=forks, repo=repo, title="Bootstrap at", restart_gateway=restart_gateway))
+              soul, soul_known_hosts, soul_key, repo, wait, hosts, ref, memory_from, dest):
+    """Set up new HOSTS (folders, the gateway's systemd unit or launchd plist), then update them.
+
+    With --memory-from, moving an agent: the new host then gets the old host's soul (or a backup's).
+    Exit: as fleet-update's (0, 2, 4, 6, 75, 130).
+    """
+    target = ",".join(hosts)
+    chosen = _select(inventory_path, target, limit, accept_new_host_keys)
+    update = dict(roles=BOOTSTRAP_ROLES, hermes=hermes, diff=diff, forks=forks, repo=repo,
+                  title="Bootstrap at", restart_gateway=restart_gateway)
+    with _take_run_lock(inventory_path, target, wait, check):
+        if not memory_from:
+            code = _update_with_soul(chosen, ref, soul, soul_known_hosts, soul_key, accept_new_host_keys,
+                                     yes=yes, check=check, **update)
+        else:
+            code = _bootstrap_with_memory(chosen, memory_from, Path(dest) if dest else memory.default_dest(),
+                                          inventory_path, yes=yes, check=check, hermes=hermes,
+                                          accept_new=accept_new_host_keys,
+                                          bootstrap=lambda: _update_with_soul(
+                                              chosen, ref, soul, soul_known_hosts, soul_key, accept_new_host_keys,
+                                              yes=True, check=check, **update))
+    sys.exit(code)
+
+
+def _memory_source(value: str, inventory_path: str | None, accept_new: bool, new: inv.Host):
+    """(the OLD host, None) when `value` names an inventory host, else (None, a checked backup)."""
+    path = _inventory_file(inventory_path, value)
+    if path and not Path(value).exists():
+        try:
+            named = inv.load(path).select(value)
+        except inv.InventoryError:
+            named = []
+        if len(named) == 1 and not named[0].local:
+            if named[0].name == new.name:
+                _fail(f"--memory-from {value}: that is the new host itself")
+            if accept_new:
+                named[0].vars["accept_new_host_key"] = True
+            return named[0], None
+    try:
+        backup_file = memory.resolve_backup(value, memory.default_dest(), None)
+        memory.check_local_backup(backup_file)
+    except memory.BackupInputError as exc:
+        where = f" in {path}" if path else ""
+        _fail(f"--memory-from {value}: not a host{where}, nor a backup: {exc}; nothing was done")
+    return None, backup_file
+
+
+def _bootstrap_with_memory(chosen, memory_from, dest, inventory_path, *, yes, check, hermes, accept_new,
+                           bootstrap) -> int:
+    if len(chosen) != 1:
+        _fail(f"--memory-from moves one agent: name one new host, not {len(chosen)} ({', '.join(h.name for h in chosen)})")
+    new = chosen[0]
+    old, backup_file = _memory_source(memory_from, inventory_path, accept_new, new)
+    source = f"a fresh backup of {old.name} (left as it is), into {dest}" if old else str(backup_file)
+    click.echo(f"Moving an agent to {new.name}: bootstrap it, then give it the soul of {source}"
+               + ("; CHECK MODE: nothing is changed" if check else ""))
+    if not _confirm(yes, check, f"bootstrap {new.name}"):
+        return 1
+    if old:
+        taken = memory.backup_host(old, dest=dest, keep=memory.DEFAULT_KEEP, check=check, on_line=click.echo)
+        if taken.status not in ("ok", "changed"):
+            click.echo(f"{old.name}: {taken.status.upper()} — {taken.message}")
+            click.echo(f"The backup of {old.name} was not made, so {new.name} was not touched.")
+            return exit_code([taken])
+        backup_file = Path(taken.facts["backup"]) if not check else None
+    code = bootstrap()
+    if code != 0:
+        click.echo(f"\nThe bootstrap of {new.name} did not succeed (exit {code}), so its soul was not replaced"
+                   + (f"; the backup of {old.name} is at {backup_file}" if old and backup_file else "") + ".")
+        return code
+    click.echo("")
+    if check and backup_file is None:
+        click.echo(f"{new.name}: would restore the fresh backup of {old.name} onto its soul, keeping the soul "
+                   f"there beside it first" + ("; would restart the gateway" if hermes else ""))
+        return 0
+    result = memory.restore_host(new, backup_file, check=check, hermes=hermes,
+                                 title="bootstrap --memory-from", on_line=click.echo)
+    if result.status in ("failed", "unreachable"):
+        click.echo(f"{new.name}: {result.status.upper()} — {result.message}")
+    click.echo("\n" + recap([result]))
+    return exit_code([result])
 
 
 @fleet.command()
@@ -236,3 +364,91 @@ def verify(targets, inventory_path, limit, hermes, ref, soul, soul_known_hosts, 
     sys.exit(run_verify([VerifyTarget.from_inventory(h) for h in hosts], hermes=hermes, sha=sha,
                         soul=tree.commit if tree else None, soul_origin=tree.spec.origin if tree else None,
                         forks=forks, full=full))
+
+
+def memory_options(fn):
+    for option in reversed([
+        click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY",
+                     help=f"YAML inventory (default: ./{DEFAULT_INVENTORY} if present)."),
+        click.option("--dest", type=click.Path(file_okay=False), metavar="DIR",
+                     help="The operator's backup folder (default: $XDG_DATA_HOME/soulfleet/backups, "
+                          "else ~/.local/share/soulfleet/backups)."),
+        click.option("--check", is_flag=True, help="Change nothing; say what would be done."),
+        click.option("--yes", "-y", is_flag=True, help="Do not ask first (for cron)."),
+        click.option("--accept-new-host-keys", is_flag=True,
+                     help="Trust and record the key of a host not yet in known_hosts (never a changed key)."),
+        wait_option,
+    ]):
+        fn = option(fn)
+    return fn
+
+
+@fleet.command(name="backup")
+@click.argument("targets", nargs=-1)
+@memory_options
+@click.option("--keep", default=memory.DEFAULT_KEEP, show_default=True, type=click.IntRange(1, 100000),
+              help="Backups kept per host: older ones are removed after a new one is checked.")
+@click.option("--limit", "-l", metavar="PATTERN", help="Only hosts or groups matching (fnmatch; commas).")
+@click.option("--forks", "-f", default=10, show_default=True, type=click.IntRange(1, 200),
+              help="Hosts backed up at once.")
+def backup_command(targets, inventory_path, dest, check, yes, accept_new_host_keys, wait, keep, limit, forks):
+    """Copy each host's soul to the operator: DEST/<host>/<UTC time>/soul.json, by the runtime's
+    own online backup on the host (servers keep writing), checked after the copy.
+
+    TARGETS: hosts or groups (several allowed; default all).
+    Exit: 0 all backed up, 2 a host failed, 4 a host unreachable, 6 both, 75 another run holds
+    the inventory's run lock, 130 interrupted.
+    """
+    target = ",".join(targets) or "all"
+    hosts = _select(inventory_path, target, limit, accept_new_host_keys)
+    folder = Path(dest).expanduser() if dest else memory.default_dest()
+    click.echo(f"Back up the soul of {len(hosts)} host(s) into {folder}/<host>/, keeping {keep} each: "
+               f"{', '.join(h.name for h in hosts)}" + ("; CHECK MODE: nothing is copied" if check else ""))
+    if not _confirm(yes, check, "back up"):
+        sys.exit(1)
+    with _take_run_lock(inventory_path, target, wait, check):
+        progress = Progress()
+        work = lambda host, should_stop: memory.backup_host(host, dest=folder, keep=keep, check=check,
+                                                            on_line=progress.line, should_stop=should_stop)
+        results, interrupted = run_hosts(hosts, work, forks=forks, progress=progress)
+    click.echo("\n" + recap(results))
+    sys.exit(exit_code(results, interrupted))
+
+
+@fleet.command(name="restore")
+@click.argument("host")
+@click.option("--from", "source", required=True, metavar="BACKUP",
+              help="A backup folder of `fleet backup`, its soul.json, a host's folder of backups (its newest), "
+                   "or 'latest' (HOST's newest under --dest).")
+@memory_options
+@click.option("--hermes", is_flag=True, help="Restart the Hermes gateway onto the restored soul.")
+def restore_command(host, source, inventory_path, dest, check, yes, accept_new_host_keys, wait, hermes):
+    """Put a backup in place of HOST's soul; the soul there is kept beside it first (the
+    runtime's `store restore`). Exit: 0 restored, 2 failed, 4 unreachable, 75 run lock held,
+    1 bad input (nothing changed)."""
+    chosen = _select(inventory_path, host, None, accept_new_host_keys)
+    if len(chosen) != 1:
+        _fail(f"{host!r} names {len(chosen)} hosts ({', '.join(h.name for h in chosen)}); restore one host at a time")
+    target_host = chosen[0]
+    folder = Path(dest).expanduser() if dest else memory.default_dest()
+    try:
+        backup_file = memory.resolve_backup(source, folder, target_host.name)
+        checked = memory.check_local_backup(backup_file)
+    except memory.BackupInputError as exc:
+        _fail(f"--from {source}: {exc}; nothing was changed")
+    click.echo(f"Restore {target_host.name} from {backup_file}: {checked['nodes']} memories, {checked['edges']} links, "
+               f"seq {checked['seq']}; the soul there is kept beside it first"
+               + ("; then the gateway is restarted" if hermes else "")
+               + ("; CHECK MODE: nothing is changed" if check else ""))
+    if not _confirm(yes, check, f"restore {target_host.name}"):
+        sys.exit(1)
+    with _take_run_lock(inventory_path, host, wait, check):
+        try:
+            result = memory.restore_host(target_host, backup_file, check=check, hermes=hermes, on_line=click.echo)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+    if result.status in ("failed", "unreachable"):
+        click.echo(f"{result.host}: {result.status.upper()} — {result.message}")
+    click.echo("\n" + recap([result]))
+    sys.exit(exit_code([result]))
