@@ -188,7 +188,8 @@ def _write_private(path: Path, data: bytes) -> None:
 
 def prune(dest: Path, host: str, keep: int, check: bool = False) -> list[Path]:
     """Remove all but the newest `keep` backups of a host; returns what was (or would be) removed."""
-    old = backups_of(dest, host)[:-keep] if keep > 0 else []
+    found = backups_of(dest, host)
+    old = found[:max(0, len(found) - keep)]
     if not check:
         for path in old:
             shutil.rmtree(path)
@@ -263,7 +264,7 @@ def backup_host(host: Host, *, dest: Path, keep: int, check: bool = False,
                 return _failed(result, f"store check {where.soul_file}: {_tail(out.stderr or out.stdout)}")
             if not report.get("ok"):
                 return _failed(result, f"{where.soul_file}: {report.get('problem')}")
-            old = prune(dest, host.name, keep + 1, check=True)  # the one this run would add counts
+            old = prune(dest, host.name, keep - 1, check=True)  # the one this run would add counts
             result.counts[CHANGED] += 1
             on_line(f"{host.name}: would back up {where.soul_file} ({report['nodes']} memories, "
                     f"{report['edges']} links) to {host_folder(dest, host.name)}/<UTC time>/{SOUL_NAME}"
