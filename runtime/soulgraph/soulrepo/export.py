@@ -9,19 +9,23 @@
 | skills/ | only reviewed skills: `soul_export: true` in the SKILL.md frontmatter, or named by `--include` |
 | config.yaml | never copied: adapters/hermes.md says what it held, not its values |
 | sessions/ | never copied: adapters/hermes.md says how many there were (archive only) |
+| soul.json (+ journal) | memories/learned.jsonl: the memories the agent learned (learned.py), typed, with provenance and scope |
 
 Curated: an entry holding a secret, or reading like prompt injection, is left out, and the
 report lists which (by file and entry number, never by content). So is the text of every
 memory the home's soul graph (soul.json) holds flagged (memory/flagged.py): an entry of
 USER.md / MEMORY.md that holds it is left out, and so is each line of SOUL.md, IDENTITY.md,
-AGENTS.md and the exported skills that does; `flagged_left_out` counts them. The result is
-validated (`validate.py`) and committed to a new git repository.
+AGENTS.md and the exported skills that does; `flagged_left_out` counts them. Of the soul
+graph's memories, the learned ones go to memories/learned.jsonl; every other memory is left out
+and counted in `left_out` by reason (one item a reason, with `count`), and in `learned`. The
+result is validated (`validate.py`) and committed to a new git repository.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -33,6 +37,7 @@ from soulgraph.hermes.home import resolve_home
 from soulgraph.memory import flagged
 from soulgraph.memory.markdown_files import entries
 from soulgraph.memory.scanner import scan
+from soulgraph.soulrepo import learned
 from soulgraph.soulrepo.validate import ARTIFACT_NAMES, ARTIFACT_SUFFIXES, SCHEMA_ID, validate
 
 GIT_TIMEOUT = 60  # seconds, each git command
@@ -47,7 +52,9 @@ class ExportError(Exception):
 class ExportReport:
     out: str
     files: list[str] = field(default_factory=list)
-    left_out: list[dict[str, Any]] = field(default_factory=list)  # {"path", "entry", "why"}
+    left_out: list[dict[str, Any]] = field(default_factory=list)  # {"path", "entry", "why"} (+ "count", "ids")
+    # The soul graph's memories: {"exported": n, "left_out": {reason: n}} (None: no soul graph).
+    learned: dict[str, Any] | None = None
     skills: list[str] = field(default_factory=list)
     skipped_skills: list[str] = field(default_factory=list)
     commit: str | None = None
@@ -61,7 +68,7 @@ class ExportReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"out": self.out, "ok": not self.problems, "files": self.files, "left_out": self.left_out,
-                "flagged_left_out": self.flagged_left_out,
+                "flagged_left_out": self.flagged_left_out, "learned": self.learned,
                 "skills": self.skills, "skipped_skills": self.skipped_skills, "commit": self.commit,
                 "problems": self.problems}
 
@@ -75,18 +82,18 @@ class ExportReport:
         return kept
 
 
-def _flagged_lines(home: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """The lines of the flagged memories in the home's soul graph (none without one). The file
-    is only read."""
+def _soul_graph(home: Path):
+    """The home's soul graph with its journal's writes (None without one). Only read."""
     from soulgraph.store import SoulFile, SoulFileError
 
     soul = SoulFile(home / "soul.json")
     if not soul.path.exists() and not soul.journal_path.exists():
-        return {}
+        return None
     try:
-        return flagged.lines(soul.graph())
+        return soul.graph()
     except SoulFileError as exc:
-        raise ExportError(f"{exc}: the export leaves out what it holds flagged, so it needs it readable") from None
+        raise ExportError(f"{exc}: the export carries its learned memories and leaves out what it holds "
+                          "flagged, so it needs it readable") from None
 
 
 def export(hermes_home: str | os.PathLike[str] | None, out: str | os.PathLike[str], *, include: Iterable[str] = (),
@@ -98,12 +105,15 @@ def export(hermes_home: str | os.PathLike[str] | None, out: str | os.PathLike[st
     if not (home / "config.yaml").is_file() and not (home / "SOUL.md").is_file():
         raise ExportError(f"{home} does not look like a Hermes home (no config.yaml, no SOUL.md)")
     report = ExportReport(str(target))
-    report.flagged_lines = _flagged_lines(home)
+    graph = _soul_graph(home)
+    report.flagged_lines = flagged.lines(graph) if graph is not None else {}
     name = agent_id or (home.name if home.parent.name == "profiles" else "hermes")
     target.mkdir(parents=True, exist_ok=True)
     try:
         _write_core(home, target, name, report)
         _write_memories(home, target, report)
+        if graph is not None:
+            _write_learned(home, graph, target, name, report)
         _write_skills(home, target, set(include), report)
         _write_adapter(home, target, report)
         _write_manifest(target, name, clock(), report)
@@ -157,6 +167,20 @@ def _bullets(title: str, kept: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+PLACEHOLDER_IDENTITY = re.compile(r"# Identity\n\nName: [^\n]+\nExported from a Hermes home\.\n")
+
+
+def placeholder_identity(name: str) -> str:
+    """The IDENTITY.md an export writes for a home that has none (the schema requires one). It
+    says nothing the name does not: an import neither writes it nor makes axioms of it
+    (`is_placeholder_identity`), so an export coming back to its home changes nothing."""
+    return f"# Identity\n\nName: {name}\nExported from a Hermes home.\n"
+
+
+def is_placeholder_identity(text: str) -> bool:
+    return PLACEHOLDER_IDENTITY.fullmatch(text) is not None
+
+
 def _write_core(home: Path, target: Path, name: str, report: ExportReport) -> None:
     soul = _read(home / "SOUL.md")
     if soul is not None:
@@ -170,7 +194,7 @@ def _write_core(home: Path, target: Path, name: str, report: ExportReport) -> No
     if identity is not None and not scan(identity).secrets:
         _put(target, "IDENTITY.md", report.unflagged(identity, "IDENTITY.md"), report)
     else:
-        _put(target, "IDENTITY.md", f"# Identity\n\nName: {name}\nExported from a Hermes home.\n", report)
+        _put(target, "IDENTITY.md", placeholder_identity(name), report)
     rules = _read(home / "AGENTS.md")
     if rules is not None and not scan(rules).secrets:
         _put(target, "AGENTS.md", report.unflagged(rules, "AGENTS.md"), report)
@@ -180,6 +204,17 @@ def _write_memories(home: Path, target: Path, report: ExportReport) -> None:
     kept = _curated(_read(home / "memories" / "MEMORY.md"), "memories/MEMORY.md", report)
     if kept:
         _put(target, "memories/curated/memory.md", _bullets("Memory", kept), report)
+
+
+def _write_learned(home: Path, graph, target: Path, name: str, report: ExportReport) -> None:
+    chosen = learned.select(graph, name, learned.home_identity(home), report.flagged_lines)
+    if chosen.lines:
+        _put(target, learned.PATH, chosen.text(), report)
+    for reason, ids in chosen.left_out.items():
+        report.left_out.append({"path": learned.PATH, "entry": None, "why": reason, "count": len(ids),
+                                "ids": ids[:10]})
+    report.learned = {"exported": len(chosen.lines),
+                      "left_out": {reason: len(ids) for reason, ids in chosen.left_out.items()}}
 
 
 def _write_skills(home: Path, target: Path, include: set[str], report: ExportReport) -> None:
@@ -231,6 +266,8 @@ def _write_manifest(target: Path, name: str, now: float, report: ExportReport) -
         imports["skills"] = ["skills/**/*.md"]
     if (target / "memories" / "curated").is_dir():
         imports["memory"] = ["memories/curated/**/*.md"]
+    if (target / learned.PATH).is_file():
+        imports[learned.LAYER] = [learned.GLOB]
     manifest = {
         "schema": SCHEMA_ID, "agent_id": name, "display_name": name.capitalize(), "owner": "operator-controlled",
         "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),

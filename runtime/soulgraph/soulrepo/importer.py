@@ -25,6 +25,11 @@ those changes; `--check` stops after the plan and shows it, with diffs. In order
    supersedes the one it replaces (paired within a file by shared words); an entry gone
    from the repository is archived. An entry the graph already holds from elsewhere (seeded
    from the same SOUL.md) is not added twice.
+   The `learned` layer (memories/learned.jsonl, learned.py) adds the memories an agent learned,
+   each with its kind, scope and tags, and its first provenance in `metadata.learned` (home,
+   agent, id, source, writer, created time, session, turn). One learned in this very home (its
+   provenance names it) is not added back, even where it has been superseded or forgotten
+   since; a curated entry whose text a learned memory holds is not added twice.
 6. Sessions: never read, never touched.
 """
 
@@ -49,6 +54,8 @@ from soulgraph.hermes.seed import flagged_report, seed_graph
 from soulgraph.memory import guard, lifecycle, record
 from soulgraph.memory.markdown_files import SEPARATOR, locked
 from soulgraph.memory.write import RefusedMemory, remember
+from soulgraph.soulrepo import learned
+from soulgraph.soulrepo.export import is_placeholder_identity
 from soulgraph.soulrepo.validate import ARTIFACT_NAMES, ARTIFACT_SUFFIXES, validate
 from soulgraph.store import SoulFile, SoulFileError
 from soulgraph.store.atomic import write_atomically
@@ -202,7 +209,8 @@ def import_soul(repo: str | os.PathLike[str], hermes_home: str | os.PathLike[str
     try:
         _identity(root, home, manifest["core_files"], overwrite_identity, report, clock)
         skill_files = _skills(root, home, checked.files.get("skills", []), state, report)
-        _memories(root, home, manifest["core_files"], checked.files.get("memory", []), report, clock)
+        _memories(root, home, manifest["core_files"], checked.files.get("memory", []), report, clock,
+                  checked.files.get(learned.LAYER, []))
     except (OSError, SoulFileError) as exc:
         return _failed(report, str(exc))
     if (state.get("commit"), state.get("origin")) != (report.commit, report.origin):
@@ -269,6 +277,9 @@ def _is_default(text: str) -> bool:
 def _identity(root: Path, home: Path, core: dict[str, str], overwrite: bool, report: Report, clock) -> None:
     for role, target_name in IDENTITY_TARGETS.items():
         source = (root / core[role]).read_text(encoding="utf-8")
+        if role == "identity" and is_placeholder_identity(source):
+            report.identity[target_name] = "the export's placeholder (a home without one): nothing to write"
+            continue
         wanted = _hermes_format(source) if role == "user" else source
         target = home / target_name
         try:
@@ -415,19 +426,35 @@ class Entry:
     pinned: bool
     tags: tuple[str, ...]
     context: tuple[str, ...] = ()  # rules of the flagged text it sits beside in its file (guard.CONTEXT)
+    scope: str = ""  # whose memory it is (memory/scopes.py): shared unless a learned one says
+    learned: learned.Learned | None = None  # a line of the learned layer, with its kind and provenance
 
     @property
-    def key(self) -> tuple[str, str]:
-        return self.path, normalise(self.content)
+    def key(self) -> tuple[str, str, str]:
+        return self.path, normalise(self.content), self.scope
 
 
-def read_entries(root: Path, core: dict[str, str], memory_files: list[str]) -> list[Entry]:
+def read_learned(root: Path, files: list[str]) -> list[Entry]:
+    """The learned layer's memories (validate() checked every line), one per text and scope."""
+    found: dict[tuple[str, str], Entry] = {}
+    for path in files:
+        for item in learned.parse((root / path).read_text(encoding="utf-8"), path)[0]:
+            entry = Entry(path, item.number, item.content, False, (*item.tags, learned.TAG, IMPORT_TAG),
+                          scope=item.scope, learned=item)
+            found.setdefault((normalise(item.content), item.scope), entry)
+    return list(found.values())
+
+
+def read_entries(root: Path, core: dict[str, str], memory_files: list[str], learned_files: list[str] = ()) -> list[Entry]:
     sources = [(core["soul"], True, ("soul", "axiom")), (core["identity"], True, ("identity", "axiom")),
                (core["user"], False, ("user",))]
     sources += [(path, False, ("memory",)) for path in memory_files if path not in {s[0] for s in sources}]
     found: list[Entry] = []
     for path, pinned, tags in sources:
-        blocks = parse_blocks((root / path).read_text(encoding="utf-8"))
+        text = (root / path).read_text(encoding="utf-8")
+        if path == core["identity"] and is_placeholder_identity(text):
+            continue  # no identity of its own: the export wrote one because the schema wants it
+        blocks = parse_blocks(text)
         context = flagged_context(blocks)
         # One entry per text; a text that appears twice carries the taint of each copy.
         first: dict[str, tuple[int, Block]] = {}
@@ -439,7 +466,11 @@ def read_entries(root: Path, core: dict[str, str], memory_files: list[str]) -> l
         for text, (number, block) in first.items():
             found.append(Entry(path, number, block.content.strip(), pinned, (*tags, IMPORT_TAG),
                                tuple(sorted(rules[text]))))
-    return found
+    typed = read_learned(root, list(learned_files))
+    # A memory the agent learned through Hermes' memory tool is in its MEMORY.md / USER.md too:
+    # the learned line (typed, with provenance) is the one kept.
+    held = {normalise(entry.content) for entry in typed if entry.scope == ""}
+    return [*typed, *(entry for entry in found if entry.pinned or normalise(entry.content) not in held)]
 
 
 def _words(text: str) -> set[str]:
@@ -460,36 +491,49 @@ class MemoryPlan:
     archive: list[str] = field(default_factory=list)  # node ids
 
 
-def plan_memories(graph: SoulGraph, origin: str, entries: list[Entry], replaced_soul: bool = False) -> MemoryPlan:
+def _own(graph: SoulGraph, entry: Entry, home: str | None) -> bool:
+    """A learned memory this home itself learned (and exported): still here, or superseded,
+    archived or forgotten here since. Either way the import has nothing to add."""
+    info = entry.learned.provenance if entry.learned else None
+    if not info or home is None or info.get("home") != home:
+        return False
+    node = graph.nodes.get(str(info.get("id")))
+    return node is None or normalise(node.content) == normalise(entry.content)
+
+
+def plan_memories(graph: SoulGraph, origin: str, entries: list[Entry], replaced_soul: bool = False,
+                  home: str | None = None) -> MemoryPlan:
     """`replaced_soul`: the import writes the home's SOUL.md, so the axioms seeded from the
-    SOUL.md it replaces (Hermes' default persona, or the user's, backed up) are archived."""
+    SOUL.md it replaces (Hermes' default persona, or the user's, backed up) are archived.
+    `home`: this home's identity (learned.home_identity), to know its own learned memories."""
     plan = MemoryPlan()
     wanted = {normalise(entry.content) for entry in entries}
-    imported: dict[tuple[str, str], str] = {}
-    elsewhere: set[str] = set()
+    imported: dict[tuple[str, str, str], str] = {}
+    elsewhere: dict[str, set[str]] = {}  # text -> the scopes holding it
     for node in graph.nodes.values():
         if node.status != "active":
             continue
         info = node.metadata.get("import")
         if isinstance(info, dict) and info.get("origin") == origin:
-            imported[(info.get("path"), normalise(node.content))] = node.id
+            imported[(info.get("path"), normalise(node.content), node.scope)] = node.id
         elif replaced_soul and node.source.startswith("seed:SOUL.md:") and normalise(node.content) not in wanted:
             plan.archive.append(node.id)
         else:
-            elsewhere.add(normalise(node.content))
+            elsewhere.setdefault(normalise(node.content), set()).add(node.scope)
     fresh: list[Entry] = []
     for entry in entries:
         if entry.key in imported:
             plan.unchanged += 1
             imported.pop(entry.key)
-        elif entry.key[1] in elsewhere:
-            plan.known += 1
+        elif elsewhere.get(entry.key[1], set()) & {"", entry.scope} or _own(graph, entry, home):
+            plan.known += 1  # a shared memory holds it, or one of its own scope, or this home learned it
         else:
             fresh.append(entry)
     # What is left of the old import changed or went: pair each old entry with the new entry
     # of the same file that shares most of its words, best pairs first.
     pairs = sorted(((_similarity(graph.get(node_id).content, entry.content), node_id, i)
-                    for (path, _), node_id in imported.items() for i, entry in enumerate(fresh) if entry.path == path),
+                    for (path, _, scope), node_id in imported.items() for i, entry in enumerate(fresh)
+                    if entry.path == path and entry.scope == scope),
                    reverse=True)
     paired_old: set[str] = set()
     paired_new: set[int] = set()
@@ -506,8 +550,10 @@ def plan_memories(graph: SoulGraph, origin: str, entries: list[Entry], replaced_
     return plan
 
 
-def _memories(root: Path, home: Path, core: dict[str, str], memory_files: list[str], report: Report, clock) -> None:
-    entries = read_entries(root, core, memory_files)
+def _memories(root: Path, home: Path, core: dict[str, str], memory_files: list[str], report: Report, clock,
+              learned_files: list[str] = ()) -> None:
+    entries = read_entries(root, core, memory_files, learned_files)
+    own = learned.home_identity(home)
     soul_file = home / SOUL_FILE
     if not soul_file.exists():
         graph, _ = seed_graph(home, clock=clock)  # as the installer seeds it, so the host's own memories stay
@@ -515,19 +561,19 @@ def _memories(root: Path, home: Path, core: dict[str, str], memory_files: list[s
                             "rules": item["rules"], "pin_dropped": item["pin_dropped"]}
                            for item in flagged_report(graph) for s in item["sources"][:1]]
         if report.check:
-            _memory_report(plan_memories(graph, report.origin, entries, "SOUL.md" in report.replaced), graph, report)
+            _memory_report(plan_memories(graph, report.origin, entries, "SOUL.md" in report.replaced, own), graph, report)
             report.changes.insert(0, f"{SOUL_FILE}: created (seeded from the home, then the import)")
             return
         SoulFile(soul_file, clock=clock).save(graph)
         report.changes.append(f"{SOUL_FILE}: created, seeded from the home")
     store = SoulFile(soul_file, clock=clock)
     graph = store.graph()
-    plan = plan_memories(graph, report.origin, entries, "SOUL.md" in report.replaced)
+    plan = plan_memories(graph, report.origin, entries, "SOUL.md" in report.replaced, own)
     if report.check or not (plan.add or plan.supersede or plan.archive):
         _memory_report(plan, graph, report)  # nothing to write: the write lock is not even taken
         return
     with store.change() as graph:  # planned again under the lock: another writer may have been first
-        plan = plan_memories(graph, report.origin, entries, "SOUL.md" in report.replaced)
+        plan = plan_memories(graph, report.origin, entries, "SOUL.md" in report.replaced, own)
         _memory_report(plan, graph, report)
         for entry in plan.add:
             _add(graph, entry, report)
@@ -582,14 +628,28 @@ def _short(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
+def _first_provenance(typed: learned.Learned) -> dict[str, Any]:
+    """Where a learned memory was learned, and (when it said) when what it says held."""
+    found = dict(typed.provenance)
+    found.update({name: value for name, value in (("valid_from", typed.valid_from), ("valid_to", typed.valid_to))
+                  if value is not None})
+    return found
+
+
 def _add(graph: SoulGraph, entry: Entry, report: Report) -> str | None:
+    typed = entry.learned
+    more: dict[str, Any] = {}
+    if typed is not None:  # kind, scope and the rest as learned; where it was learned in metadata.learned
+        more = {"kind": typed.kind, "scope": typed.scope, "confidence": typed.confidence,
+                "importance": typed.importance, "source_ref": typed.provenance.get("source_ref")}
     try:
         written = remember(graph, entry.content, entry.tags, writer=WRITER, pinned=entry.pinned,
-                           kind="axiom" if entry.pinned else None,
+                           **({"kind": "axiom" if entry.pinned else None} if typed is None else more),
                            source=f"import:{report.origin}@{report.commit}:{entry.path}",
                            where=f"{entry.path} #{entry.number}",
                            metadata={"import": {"origin": report.origin, "path": entry.path, "entry": entry.number,
                                                 "commit": report.commit},
+                                     **({learned.TAG: _first_provenance(typed)} if typed is not None else {}),
                                      **({guard.CONTEXT: {"rules": list(entry.context)}} if entry.context else {})})
     except RefusedMemory as exc:  # validate() scanned every file; the origin, commit or a path can still hold one
         report.memories["refused"] += 1

@@ -9,7 +9,8 @@ Checked, each problem reported with the path it concerns:
   no matched file leads outside through a symlink;
 - no secrets in any text file (the write-time scanner; the report names the rule, never the
   secret);
-- no runtime artifacts (`__pycache__/`, `*.pyc`, lock files, `.DS_Store`).
+- no runtime artifacts (`__pycache__/`, `*.pyc`, lock files, `.DS_Store`);
+- every line of a `learned` layer file is a memory `learned.py` reads (content, kind, scope, …).
 
 `.git/` is not looked into.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from soulgraph.memory.scanner import scan
+from soulgraph.soulrepo import learned
 
 SCHEMA_ID = "clawdie.layered-soul.v1"
 SCHEMA_FILE = Path(__file__).with_name("layered-soul.v1.schema.json")
@@ -162,6 +164,9 @@ def _imports(root: Path, manifest: dict[str, Any], report: Report) -> None:
                 elif path.is_file():
                     matched.append(relative)
         report.files[layer] = sorted(set(matched))
+        if layer == learned.LAYER:  # memories/learned.jsonl: every line a memory learned.py reads
+            for relative, problem in learned.problems(root, report.files[layer]):
+                report.add(relative, problem)
 
 
 def _walk(root: Path, report: Report) -> None:
