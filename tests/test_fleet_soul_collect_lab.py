@@ -268,7 +268,15 @@ def test_after_spreading_nothing_changes_and_nothing_comes_back(collect_lab):
                            resolve_sha("HEAD", ctx["repo"]), repo=ctx["repo"])
     assert code == 0 and "layered soul imported: ok" in out, out
     assert {h.name: snapshot(h.home) for h in ctx["hosts"]} == before
-    # The memories a host was given are not its learning: its next export is as before.
+    # The memories a host was given are not its learning: its next export carries the same
+    # learned memories (only the identity files the import wrote are new in it).
+    lines = {h.name: learned_lines(ctx, h) for h in ctx["hosts"]}
+    code, out = collect(ctx)
+    assert code == 0, out
+    assert {h.name: learned_lines(ctx, h) for h in ctx["hosts"]} == lines
+    for host in ctx["hosts"]:
+        changed = git(ctx["soul"], "diff", "--name-only", f"soul/{host.name}^", f"soul/{host.name}").split()
+        assert changed and set(changed) <= {f"hosts/{host.name}/{name}" for name in ("SOUL.md", "USER.md", "IDENTITY.md")}, changed
     code, out = collect(ctx)
     assert code == 0 and out.count("nothing new since the last collect") == 3, out
 
@@ -284,3 +292,17 @@ def test_an_unreachable_host_is_said_and_the_others_are_collected(collect_lab):
         lab.start(down)
     assert code == 4, out
     assert f"{down.name}: unreachable" in out and out.count("nothing new since the last collect") == 2, out
+
+
+@pytestmark_lab
+def test_a_changed_host_key_is_refused_and_nothing_is_committed_for_it(collect_lab):
+    ctx = collect_lab
+    lab, target = ctx["lab"], ctx["hosts"][1]
+    tip = git(ctx["soul"], "rev-parse", f"soul/{target.name}")
+    lab.tamper_known_hosts(target)
+    try:
+        code, out = collect(ctx, "--limit", target.name)
+    finally:
+        lab.heal()
+    assert code == 4 and "HOST KEY CHANGED" in out, out
+    assert git(ctx["soul"], "rev-parse", f"soul/{target.name}") == tip
