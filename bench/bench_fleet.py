@@ -9,6 +9,13 @@ bare state, runs a first deploy of SHA and then the same command again (no chang
 tools get a warm cache: Ansible's wheelhouse archive is built before timing, and fleet-update runs
 once, untimed, on one host (which is then reset) so its build cache holds the wheel for SHA. Wall
 times are of the whole command, as an operator waits for it. Logs go to --logs.
+
+    .venv/bin/python bench/bench_fleet.py --backup 20 --memories 10000
+
+times `fleet backup` instead: a lab of that many hosts gets the runtime (fleet-update) and a soul
+of --memories memories each (one soul made here, copied to every host as its user's), then
+`fleet backup --yes --forks N all` into a fresh folder runs --repeat times; each run is checked
+(exit 0, one checked copy per host).
 """
 
 from __future__ import annotations
@@ -200,6 +207,67 @@ def bench_size(n: int, tools: list[str], sha: str, archive: Path | None, forks: 
     return timings
 
 
+def make_soul(path: Path, memories: int) -> None:
+    """A soul of `memories` memories (tagged, some linked), written by the store itself."""
+    from soulgraph.store.soulfile import SoulFile
+
+    with SoulFile(path).change() as graph:
+        previous = None
+        for i in range(memories):
+            node = graph.add(f"memory {i}: the deploy of release {i % 97} on host group {i % 13} went "
+                             f"through after the wheelhouse check", [f"topic{i % 50}", "bench"],
+                             parents=[previous.id] if previous is not None and i % 10 else [])
+            previous = node
+
+
+def give_soul(lab_host, soul: Path) -> None:
+    import pwd
+    import shutil
+
+    target = lab_host.home / ".hermes" / "soul.json"
+    for stale in target.parent.glob("soul.json*"):
+        stale.unlink()
+    shutil.copyfile(soul, target)
+    owner = pwd.getpwnam(lab_host.user)
+    os.chown(target, owner.pw_uid, owner.pw_gid)
+    os.chmod(target, 0o600)
+
+
+def bench_backup(n: int, memories: int, sha: str, forks: int, logs: Path, repeat: int) -> list[Timing]:
+    timings: list[Timing] = []
+    with Lab(n) as lab, tempfile.TemporaryDirectory(prefix="soulfleet-bench-backup-") as tmp:
+        work = Path(tmp)
+        inventory = lab.write_inventory(work / "inventory.yml")
+        print(f"lab of {n} hosts up in {lab.timings['up']:.1f} s", flush=True)
+        reset_hosts(lab.hosts)
+        seconds, rc, out = timed([str(BIN / "fleet-update"), "--yes", "--forks", str(forks), "-i", str(inventory),
+                                  "all", sha], logs / f"backup-{n}-deploy.log")
+        if rc != 0:
+            raise SystemExit(f"the deploy failed (exit {rc}): see {logs / f'backup-{n}-deploy.log'}")
+        started = time.perf_counter()
+        make_soul(work / "soul.json", memories)
+        size = (work / "soul.json").stat().st_size
+        print(f"  a soul of {memories} memories ({size / 1e6:.1f} MB) made in {time.perf_counter() - started:.1f} s",
+              flush=True)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda h: give_soul(h, work / "soul.json"), lab.hosts))
+        samples, load = [], os.getloadavg()[0]
+        for i in range(repeat):
+            dest = work / f"backups-{i}"
+            log = logs / f"backup-{n}-run{i + 1}.log"
+            seconds, rc, out = timed([str(BIN / "fleet"), "backup", "--yes", "--forks", str(forks), "-i",
+                                      str(inventory), "--dest", str(dest), "all"], log)
+            copies = list(dest.glob("*/*/soul.json"))
+            if rc != 0 or len(copies) != n or out.count(f": backed up ") != n:
+                raise SystemExit(f"fleet backup run {i + 1} did not back up every host (exit {rc}): see {log}")
+            samples.append(seconds)
+            print(f"  fleet backup {n} hosts x {memories} memories: {seconds:.2f} s  rc={rc}  load {load:.1f}",
+                  flush=True)
+        timings.append(Timing(n, "fleet backup", f"{memories} memories ({size / 1e6:.1f} MB) each",
+                              statistics.median(samples), 0, None, str(logs / f"backup-{n}-run1.log"), samples, load))
+    return timings
+
+
 # -- reporting ----------------------------------------------------------------------------------
 
 def table(timings: list[Timing]) -> str:
@@ -243,10 +311,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="no-change re-runs per tool and size; their median is reported")
     parser.add_argument("--logs", type=Path, default=Path(tempfile.gettempdir()) / "soulfleet-bench-logs")
     parser.add_argument("--json", type=Path, help="also write the timings here")
+    parser.add_argument("--backup", type=int, metavar="HOSTS", help="time `fleet backup` of this many hosts instead")
+    parser.add_argument("--memories", type=int, default=10000, help="with --backup: memories in each host's soul")
     args = parser.parse_args(argv)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     sha = resolve_sha(args.sha)
     args.logs.mkdir(parents=True, exist_ok=True)
+    if args.backup:
+        timings = bench_backup(args.backup, args.memories, sha, args.forks, args.logs, args.repeat)
+        print(f"\nmachine: {machine_line(ansible=False)}")
+        for t in timings:
+            print(f"| {t.hosts} | {t.run} | {t.seconds:.2f} s (runs: {' / '.join(f'{x:.2f}' for x in t.samples)}) |")
+        if args.json:
+            args.json.write_text(json.dumps({"sha": sha, "machine": machine_line(ansible=False),
+                                             "timings": [asdict(t) for t in timings]}, indent=2))
+        return 0
     archive = wheelhouse_archive(sha) if "ansible" in tools else None
     print(f"sha {sha}; logs in {args.logs}", flush=True)
     timings = []

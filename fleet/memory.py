@@ -30,6 +30,8 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +51,7 @@ DEFAULT_KEEP = 7
 BACKUP_SECONDS = 600  # the host's backup of a large soul, while writers hold the lock at times
 TRANSFER_SECONDS = 600
 SHORT_SECONDS = 60
+CHECK_SECONDS = 600  # loading a copy on the operator
 MARK = "::soulfleet-backup::"
 
 Report = Callable[[str, str, str, str], None]  # host, task, status, message
@@ -118,16 +121,21 @@ def _tail(text: str) -> str:
 
 def soul_counts(path: Path) -> dict[str, Any]:
     """Load a soul file (a backup) here, as a server would, and count it; raises ValueError
-    naming the problem when it does not load."""
-    from soulgraph.store.soulfile import SoulFile, SoulFileError
-
-    soul = SoulFile(path)
+    naming the problem when it does not load. The runtime's own `store check`, in a process of
+    its own: the copies of many hosts are loaded at once, not one after another under one
+    interpreter lock."""
     try:
-        graph = soul.graph()
-    except SoulFileError as exc:
-        raise ValueError(str(exc)) from None
-    return {"seq": soul.seq, "nodes": len(graph), "edges": sum(len(k) for k in graph.children.values()),
-            "hypotheses": len(graph.branch)}
+        done = subprocess.run([sys.executable, "-m", "soulgraph.store", "check", str(path)], capture_output=True,
+                              text=True, timeout=CHECK_SECONDS)
+        report = json.loads(done.stdout)
+    except subprocess.TimeoutExpired:
+        raise ValueError(f"store check did not finish in {CHECK_SECONDS} s") from None
+    except ValueError:
+        raise ValueError(f"store check gave no report: {_tail(done.stderr or done.stdout)}") from None
+    if not report.get("ok"):
+        raise ValueError(str(report.get("problem") or "store check failed"))
+    return {"seq": report["snapshot_seq"], "nodes": report["nodes"], "edges": report["edges"],
+            "hypotheses": report["hypotheses"]}
 
 
 def _sha256(data: bytes) -> str:
