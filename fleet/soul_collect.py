@@ -216,7 +216,7 @@ def commit_export(repo: Path, host: str, archive: bytes, message: str) -> str | 
 def summary(report: dict[str, Any]) -> str:
     found = report.get("learned") or {}
     left = found.get("left_out") or {}
-    reasons = ", ".join(f"{count} {why.split(' (')[0]}" for why, count in sorted(left.items(), key=lambda x: -x[1]))
+    reasons = ", ".join(f"{count} {why}" for why, count in sorted(left.items(), key=lambda x: (-x[1], x[0])))
     if report.get("learned") is None:
         return "no soul graph in the home: files only"
     return f"{found.get('exported', 0)} learned memories; left out: {reasons or 'none'}"

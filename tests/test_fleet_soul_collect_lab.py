@@ -212,7 +212,7 @@ def test_collect_from_three_hosts_one_branch_each(collect_lab):
         found = subprocess.run(["git", "-C", str(ctx["soul"]), "grep", "-I", "-e", "Ignore all previous",
                                 "-e", "Hello from host", f"soul/{host.name}"], capture_output=True, text=True, timeout=60)
         assert found.returncode == 1 and not found.stdout, found.stdout
-    assert "1 flagged" in out and "2 conversation turn" in out, out
+    assert "1 flagged" in out and "2 conversation turns" in out, out
 
 
 @pytestmark_lab

@@ -110,7 +110,7 @@ def test_export_carries_learned_memories_typed_with_provenance_and_counts_what_i
     assert report["learned"]["exported"] == 5
     assert report["learned"]["left_out"] == {learned.TURN: 2, learned.FLAGGED: 1, "superseded": 1, "archived": 1,
                                              learned.SEEDED: 4}, report["learned"]
-    grouped = {item["why"]: item for item in report["left_out"] if item["path"] == learned.PATH}
+    grouped = {item["reason"]: item for item in report["left_out"] if item["path"] == learned.PATH}
     assert grouped[learned.FLAGGED]["count"] == 1 and grouped[learned.TURN]["count"] == 2
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["layered_imports"]["learned"] == ["memories/learned.jsonl"]

@@ -52,7 +52,7 @@ class ExportError(Exception):
 class ExportReport:
     out: str
     files: list[str] = field(default_factory=list)
-    left_out: list[dict[str, Any]] = field(default_factory=list)  # {"path", "entry", "why"} (+ "count", "ids")
+    left_out: list[dict[str, Any]] = field(default_factory=list)  # {"path", "entry", "why"}; a learned-memory reason also "reason", "count", "ids"
     # The soul graph's memories: {"exported": n, "left_out": {reason: n}} (None: no soul graph).
     learned: dict[str, Any] | None = None
     skills: list[str] = field(default_factory=list)
@@ -211,8 +211,8 @@ def _write_learned(home: Path, graph, target: Path, name: str, report: ExportRep
     if chosen.lines:
         _put(target, learned.PATH, chosen.text(), report)
     for reason, ids in chosen.left_out.items():
-        report.left_out.append({"path": learned.PATH, "entry": None, "why": reason, "count": len(ids),
-                                "ids": ids[:10]})
+        report.left_out.append({"path": learned.PATH, "entry": None, "reason": reason, "count": len(ids),
+                                "why": f"{reason} ({learned.REASONS.get(reason, reason)})", "ids": ids[:10]})
     report.learned = {"exported": len(chosen.lines),
                       "left_out": {reason: len(ids) for reason, ids in chosen.left_out.items()}}
 

@@ -41,14 +41,21 @@ GLOB = "memories/learned.jsonl"
 TAG = "learned"  # on every learned memory an import writes
 MAX_LINE_CHARS = 64 << 10  # a memory is text of a page or two, not a file dump
 
-# Why a memory of the graph is not in the export (the report's `left_out` reasons).
-TURN = "conversation turn (an episodic capture of what was said: stays on the host that heard it)"
-FLAGGED = "flagged (reads like prompt injection: withheld from every prompt, never exported)"
-PRIVATE = "private"
-SEEDED = "seeded from the home's files (exported as those files)"
-IMPORTED = "imported from a soul repository (that repository carries it)"
-SECRET = "secret (the scanner finds one in it today)"
-INJECTION = "prompt injection (the scanner finds it in it today)"
+# Why a memory of the graph is not in the export: the report's short reason, and what it means.
+TURN, FLAGGED, PRIVATE, SEEDED, IMPORTED = "conversation turns", "flagged", "private", "seeded", "imported"
+SECRET, INJECTION = "secret", "prompt injection"
+REASONS = {
+    TURN: "episodic captures of what was said: they stay on the host that heard them",
+    FLAGGED: "read like prompt injection: withheld from every prompt, never exported",
+    PRIVATE: "marked private",
+    "superseded": "replaced by a newer memory",
+    "contradicted": "contradicted by another memory",
+    "archived": "archived: out of recall",
+    SEEDED: "seeded from the home's files, which the export carries as those files",
+    IMPORTED: "came from a soul repository, which carries them",
+    SECRET: "the scanner finds a secret in it today",
+    INJECTION: "the scanner finds prompt injection in it today",
+}
 TURN_SOURCES = ("hermes:sync_turn", "hermes:session")
 TURN_TAG = "turn"
 
@@ -72,7 +79,7 @@ def why_left_out(node: Node, flagged_lines: dict[str, tuple[str, tuple[str, ...]
     if record.flagged(node.metadata) or (flagged_lines and flagged.holder(node.content, flagged_lines)):
         return FLAGGED
     if node.privacy != record.DEFAULT_PRIVACY:
-        return PRIVATE if node.privacy == "private" else f"privacy {node.privacy}"
+        return PRIVATE
     if node.status != record.DEFAULT_STATUS:
         return node.status  # superseded, contradicted, archived
     if node.writer == "seed" or node.source.startswith("seed:"):
