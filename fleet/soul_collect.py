@@ -115,20 +115,27 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool =
 
 def prepare_repo(path: Path) -> tuple[Path, bool]:
     """REPO as a git repository (made when the folder does not exist yet); (its path, made)."""
-    if not path.exists():
+    made = not path.exists()
+    if made:
         path.mkdir(parents=True)
         git(path, "init", "-q", "-b", "main")
-        return path, True
-    if not path.is_dir():
+    elif not path.is_dir():
         raise CollectError(f"{path} is not a folder; --into takes a git repository (or a new folder)")
-    top = git(path, "rev-parse", "--show-toplevel", check=False)
     bare = git(path, "rev-parse", "--is-bare-repository", check=False)
-    if bare.returncode == 0 and bare.stdout.strip() == b"true":
-        return path, False
-    if top.returncode != 0 or Path(top.stdout.decode().strip()).resolve() != path.resolve():
-        raise CollectError(f"{path} is not a git repository (nor the top of its working tree); "
-                           "--into takes the soul repository's checkout, or a folder that does not exist yet")
-    return path, False
+    if not (bare.returncode == 0 and bare.stdout.strip() == b"true"):
+        top = git(path, "rev-parse", "--show-toplevel", check=False)
+        if top.returncode != 0 or Path(top.stdout.decode().strip()).resolve() != path.resolve():
+            raise CollectError(f"{path} is not a git repository (nor the top of its working tree); "
+                               "--into takes the soul repository's checkout, or a folder that does not exist yet")
+    if git(path, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False).returncode != 0:
+        # No commit yet: an empty first one, so every host branch grows from it and merging
+        # several of them needs no --allow-unrelated-histories.
+        tree = git(path, "mktree").stdout.decode().strip()
+        first = git(path, "commit-tree", tree, "-m", "Soul repository (fleet soul collect)",
+                    env=_identity_env(path, _git_env())).stdout.decode().strip()
+        branch = git(path, "symbolic-ref", "-q", "HEAD").stdout.decode().strip()
+        git(path, "update-ref", branch, first, "")
+    return path, made
 
 
 def branch_name(host: str) -> str:
