@@ -251,7 +251,7 @@ def _write_adapter(home: Path, target: Path, report: ExportReport) -> None:
     _put(target, "adapters/hermes.md", (
         "# Hermes\n\n"
         "Mode: profile-restore. `python -m soulgraph.soulrepo import DIR --hermes-home H` restores the\n"
-        "core files, the reviewed skills and the curated memories into a Hermes home.\n\n"
+        "core files, the reviewed skills, the curated memories and the learned ones into a Hermes home.\n\n"
         "- config.yaml is Hermes-specific and was not exported (its model, keys and servers stay\n"
         "  on the host; `python -m soulgraph.install` writes the soul graph's own entries).\n"
         f"- sessions/: {count} file{'s' if count != 1 else ''} on the exporting host, archive only, not exported.\n"), report)
