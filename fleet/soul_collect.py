@@ -45,7 +45,7 @@ import click
 
 from fleet import hermes_names
 from fleet.connections import CommandTimeout, HostConnectionError
-from fleet.deploy import UNREACHABLE, HostResult
+from fleet.deploy import INTERRUPTED, UNREACHABLE, HostResult
 from fleet.facts import expand_home, gather, sh_path
 from fleet.inventory import Host
 from fleet.operations import CHANGED, FAILED, OK
@@ -249,7 +249,7 @@ def collect_host(host: Host, repo: Path, git_lock: threading.Lock, line: Callabl
         if not facts["deployed_sha"]:
             return fail("no runtime release is deployed here (run fleet-update first): nothing to export with")
         if should_stop():
-            result.status, result.message = "interrupted", "stopped by Ctrl-C before the export"
+            result.status, result.message = INTERRUPTED, "stopped by Ctrl-C before the export"
             return result
         runtime_dir = expand_home(str(host.vars["runtime_dir"]), facts["home"])
         python = f"{runtime_dir}/releases/{facts['deployed_sha']}/venv/bin/python"

@@ -491,14 +491,11 @@ class MemoryPlan:
     archive: list[str] = field(default_factory=list)  # node ids
 
 
-def _own(graph: SoulGraph, entry: Entry, home: str | None) -> bool:
-    """A learned memory this home itself learned (and exported): still here, or superseded,
-    archived or forgotten here since. Either way the import has nothing to add."""
+def _own(entry: Entry, home: str | None) -> bool:
+    """A learned memory this home itself learned (and exported): still here, or edited,
+    superseded, archived or forgotten here since. Either way the import has nothing to add."""
     info = entry.learned.provenance if entry.learned else None
-    if not info or home is None or info.get("home") != home:
-        return False
-    node = graph.nodes.get(str(info.get("id")))
-    return node is None or normalise(node.content) == normalise(entry.content)
+    return bool(info) and home is not None and info.get("home") == home
 
 
 def plan_memories(graph: SoulGraph, origin: str, entries: list[Entry], replaced_soul: bool = False,
@@ -525,7 +522,7 @@ def plan_memories(graph: SoulGraph, origin: str, entries: list[Entry], replaced_
         if entry.key in imported:
             plan.unchanged += 1
             imported.pop(entry.key)
-        elif elsewhere.get(entry.key[1], set()) & {"", entry.scope} or _own(graph, entry, home):
+        elif elsewhere.get(entry.key[1], set()) & {"", entry.scope} or _own(entry, home):
             plan.known += 1  # a shared memory holds it, or one of its own scope, or this home learned it
         else:
             fresh.append(entry)
