@@ -63,10 +63,23 @@ def _take_run_lock(inventory_path: str | None, target: str, wait: float, check: 
     if check:
         return contextlib.nullcontext()
     try:
-        return run_lock.take(_inventory_file(inventory_path, target), run_lock.command_line(), wait=wait)
+        return run_lock.take(_inventory_file(inventory_path, target), _run_description(), wait=wait)
     except run_lock.RunLocked as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(run_lock.EXIT_LOCKED)
+
+
+def _run_description() -> str:
+    """What this run is, for the lock file: the command and what it works on ("fleet-update all
+    1a2b3c4d5e6f", "fleet restore h03"), read from click's context (sys.argv is not the command's
+    own when it is invoked from Python)."""
+    ctx = click.get_current_context()
+    words = [ctx.command_path]
+    for name in ("hosts", "targets", "host", "target", "sha"):
+        value = ctx.params.get(name)
+        if value:
+            words.append(",".join(value) if isinstance(value, tuple) else str(value))
+    return " ".join(words)
 
 
 def _confirm(yes: bool, check: bool, doing: str) -> bool:

@@ -22,7 +22,6 @@ import json
 import os
 import re
 import socket
-import sys
 import time
 from pathlib import Path
 
@@ -106,10 +105,3 @@ def take(inventory: str | os.PathLike[str] | None, command: str, wait: float = 0
     os.ftruncate(fd, 0)
     os.pwrite(fd, (json.dumps(owner) + "\n").encode(), 0)
     return RunLock(path, fd)
-
-
-def command_line(argv: list[str] | None = None) -> str:
-    """How this run was started, for the lock file: the program's name and its arguments."""
-    argv = list(sys.argv if argv is None else argv)
-    name = Path(argv[0]).name if argv else "fleet"
-    return " ".join([name if name not in ("-c", "") else "fleet", *argv[1:]])[:500]

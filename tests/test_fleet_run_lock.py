@@ -136,3 +136,24 @@ def test_a_fresh_clone_without_an_inventory_is_told_where_to_start(tmp_path):
     message = done.stderr
     assert "no inventory" in message and "inventory.example" in message and "-i PATH" in message, message
     assert "'local'" in message, message
+
+
+def test_the_lock_file_says_which_command_holds_it(state, monkeypatch):
+    from click.testing import CliRunner
+
+    from fleet.cli import fleet
+
+    seen = {}
+    take = run_lock.take
+
+    def recording_take(inventory, command, wait=0.0):
+        lock = take(inventory, command, wait)
+        seen.update(json.loads(lock.path.read_text()), inventory=inventory)
+        return lock
+
+    monkeypatch.setattr(run_lock, "take", recording_take)
+    result = CliRunner().invoke(fleet, ["backup", "--yes", "-i", str(state), "h1"])
+    assert result.exit_code == 4, result.output  # h1 is unreachable; the lock was taken first
+    assert seen["command"] == "fleet backup h1" and seen["pid"] == os.getpid() and seen["inventory"] == str(state)
+    assert set(seen) >= {"user", "host", "started"}
+    run_lock.take(state, "the next run").release()  # let go when the run ended
