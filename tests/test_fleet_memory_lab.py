@@ -1,7 +1,7 @@
 """`fleet backup`, `fleet restore` and `fleet bootstrap --memory-from` against the real SSH lab.
 
-Three hosts get the runtime (fleet-update at this repository's HEAD), a fourth stays bare for the
-move. The tests run in order, like an operator's day: back up every host while a writer on each
+Three hosts get the runtime (fleet-update at this repository's HEAD), two stay bare for the
+moves. The tests run in order, like an operator's day: back up every host while a writer on each
 keeps adding memories, prune with --keep, look with --check, restore one host from another's
 backup, refuse bad input without changing anything, then move an agent to the fresh host.
 """
@@ -48,7 +48,7 @@ def memory_lab(_ssh_lab_session, tmp_path_factory):
     reset_to_bare_hermes(lab)
     root = tmp_path_factory.mktemp("memory")
     names = [h.name for h in lab.hosts]
-    inventory = lab.write_inventory(root / "inventory.yml", groups={"workers": names[:3], "spare": [names[3]]},
+    inventory = lab.write_inventory(root / "inventory.yml", groups={"workers": names[:3], "spare": names[3:5]},
                                     common_vars={"gateway_restart_command": RESTART})
     repo = clone_repo(root / "repo")
     sha = resolve_sha("HEAD", repo)
@@ -223,3 +223,13 @@ def test_move_an_agent_to_a_fresh_host(memory_lab):
     (backup,) = folders(dest, old)
     assert contents(backup / "soul.json") == moved
     assert f"{new.name}: restored {backup / 'soul.json'} onto {new.home}/.hermes/soul.json" in out, out
+
+
+def test_a_fresh_host_gets_the_soul_of_a_backup_folder(memory_lab):
+    lab, inventory, repo, sha, root = memory_lab
+    new, backup = lab.hosts[4], folders(root / "backups", lab.hosts[2])[-1]
+    code, out = run_fleet("bootstrap", "--yes", "--hermes", "--repo", str(repo), "--sha", sha, "-i", str(inventory),
+                          "--memory-from", str(backup), new.name)
+    assert code == 0, out
+    assert contents(soul_file(new)) == contents(backup / "soul.json")
+    assert f"the soul of {backup / 'soul.json'}" in out and host_restarts(new) >= 1, out
