@@ -54,7 +54,6 @@ SHORT_SECONDS = 60
 CHECK_SECONDS = 600  # loading a copy on the operator
 MARK = "::soulfleet-backup::"
 
-Report = Callable[[str, str, str, str], None]  # host, task, status, message
 
 
 class BackupInputError(Exception):
