@@ -16,7 +16,7 @@ on one branch per host, `soul/<host>`, as the folder `hosts/<host>/`:
 - nothing new on a host (the same export, bar its date): no commit, the host is `ok`.
 
 `fleet-update --soul REPO` then spreads what was merged, once the manifest on main lists the
-learned files (`"learned": ["hosts/*/memories/learned.jsonl"]`, docs/soul-repo.md).
+learned files (`"learned": ["hosts/*/memories/learned/*.jsonl"]`, docs/soul-repo.md).
 
 Every remote command has a deadline; host keys follow the inventory's policy (strict, unless
 `--accept-new-host-keys` for a host not yet known). Exit codes as fleet-update: 0 every host ok

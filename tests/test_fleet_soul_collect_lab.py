@@ -52,6 +52,13 @@ def show(repo, ref, path) -> str:
     return git(repo, "show", f"{ref}:{path}")
 
 
+def learned_text(repo, ref, host) -> str:
+    """Every learned file of hosts/<host>/ at `ref`, one after the other."""
+    names = git(repo, "ls-tree", "-r", "--name-only", ref, "--", f"hosts/{host}/memories/learned/").split()
+    assert names, f"no learned files for {host} at {ref}"
+    return "".join(show(repo, ref, name) + "\n" for name in sorted(names))
+
+
 # ---------------------------------------------------------------------- the operator's side, no lab
 def test_the_commit_goes_on_the_hosts_branch_and_a_rejected_line_stays_rejected(tmp_path):
     home = make_home(tmp_path / "home")
@@ -70,13 +77,13 @@ def test_the_commit_goes_on_the_hosts_branch_and_a_rejected_line_stays_rejected(
     assert git(repo, "rev-parse", "soul/h1") == sha and git(repo, "rev-parse", "HEAD") == head
     assert git(repo, "rev-parse", "soul/h1^") == head  # made on HEAD: a merge needs no unrelated histories
     assert git(repo, "status", "--porcelain") == ""  # the operator's tree and index untouched
-    assert "ci-3" in show(repo, "soul/h1", "hosts/h1/memories/learned.jsonl")
+    assert "ci-3" in learned_text(repo, "soul/h1", "h1")
     # The same export again (another date in its manifest): no commit.
     export(home, tmp_path / "e2", commit=False)
     assert commit_export(repo, "h1", archive_of(tmp_path / "e2"), "again") is None
     # The operator merges, rejecting one memory (its line deleted on main).
     git(repo, "merge", "-q", "soul/h1")
-    path = repo / "hosts/h1/memories/learned.jsonl"
+    [path] = (repo / "hosts/h1/memories/learned").glob("*.jsonl")
     path.write_text("".join(line for line in path.read_text().splitlines(True) if "ci-3" not in line))
     git(repo, "commit", "-q", "-am", "reject the build server memory")
     # The host learns something new: the next collect brings that, not the rejected line back.
@@ -91,12 +98,13 @@ def test_the_commit_goes_on_the_hosts_branch_and_a_rejected_line_stays_rejected(
 def test_an_invalid_export_is_never_committed(tmp_path):
     home = make_home(tmp_path / "home")
     export(home, tmp_path / "e1", commit=False)
-    (tmp_path / "e1" / learned.PATH).write_text('{"content": "x", "kind": "gossip"}\n')
+    (tmp_path / "e1" / learned.FOLDER).mkdir(parents=True)
+    (tmp_path / "e1" / learned.FOLDER / "2026-01.jsonl").write_text('{"content": "x", "kind": "gossip"}\n')
     manifest = json.loads((tmp_path / "e1" / "manifest.json").read_text())
     manifest["layered_imports"]["learned"] = [learned.GLOB]
     (tmp_path / "e1" / "manifest.json").write_text(json.dumps(manifest))
     repo, _ = prepare_repo(tmp_path / "soul")
-    with pytest.raises(CollectError, match="not a valid layered soul: memories/learned.jsonl: .*kind 'gossip'"):
+    with pytest.raises(CollectError, match="not a valid layered soul: memories/learned/2026-01.jsonl: .*kind 'gossip'"):
         commit_export(repo, "h1", archive_of(tmp_path / "e1"), "bad")
     assert subprocess.run(["git", "-C", str(repo), "rev-parse", "-q", "--verify", "soul/h1"],
                           capture_output=True, timeout=30).returncode != 0
@@ -174,8 +182,8 @@ def identity(host) -> str:
 
 
 def learned_lines(ctx, host) -> list[dict]:
-    text = show(ctx["soul"], f"soul/{host.name}", f"hosts/{host.name}/memories/learned.jsonl")
-    return [json.loads(line) for line in text.splitlines()]
+    text = learned_text(ctx["soul"], f"soul/{host.name}", host.name)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def collect(ctx, *extra):
@@ -230,7 +238,7 @@ def test_merged_memories_spread_with_soul_and_a_hosts_own_change_nothing_on_it(c
     soul_repo = ctx["soul"]
     git(soul_repo, "merge", "-q", "--no-edit", *(f"soul/{h.name}" for h in ctx["hosts"]))
     manifest = json.loads((soul_repo / "manifest.json").read_text())
-    manifest["layered_imports"] = {"learned": ["hosts/*/memories/learned.jsonl"]}
+    manifest["layered_imports"] = {"learned": ["hosts/*/memories/learned/*.jsonl"]}
     (soul_repo / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     git(soul_repo, "commit", "-q", "-am", "spread what the hosts learned")
     own_before = {}

@@ -1,4 +1,4 @@
-"""`soulrepo export` carries what the agent learned (memories/learned.jsonl) and `soulrepo import`
+"""`soulrepo export` carries what the agent learned (memories/learned/*.jsonl) and `soulrepo import`
 reads it back: real homes, a real soul file written through the memory service (Hermes' memory
 tool mirror, turns, consolidation) and the tools' write path, real git repositories.
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -65,6 +66,14 @@ def learn(home):
     return lesson
 
 
+def learned_files(out):
+    return sorted((out / learned.FOLDER).glob("*.jsonl"))
+
+
+def learned_lines(out):
+    return [json.loads(line) for path in learned_files(out) for line in path.read_text().splitlines()]
+
+
 def counts(home):
     """Nodes by status, and the journal's bytes: what an import that changes nothing leaves alone."""
     graph = SoulFile(home / "soul.json").graph()
@@ -89,8 +98,9 @@ def test_export_carries_learned_memories_typed_with_provenance_and_counts_what_i
     assert main(["export", "--hermes-home", str(home), str(out)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"], report["problems"]
-    assert "memories/learned.jsonl" in report["files"]
-    lines = [json.loads(line) for line in (out / "memories" / "learned.jsonl").read_text().splitlines()]
+    month = time.strftime("%Y-%m", time.gmtime())
+    assert f"memories/learned/{month}.jsonl" in report["files"]
+    lines = learned_lines(out)
     by_text = {line["content"]: line for line in lines}
     assert set(by_text) == {PREFERENCE, MIRRORED, "The staging database is db-9.", "Bob likes answers in French.",
                             LESSON}
@@ -110,11 +120,11 @@ def test_export_carries_learned_memories_typed_with_provenance_and_counts_what_i
     assert report["learned"]["exported"] == 5
     assert report["learned"]["left_out"] == {learned.TURN: 2, learned.FLAGGED: 1, "superseded": 1, "archived": 1,
                                              learned.SEEDED: 4}, report["learned"]
-    grouped = {item["reason"]: item for item in report["left_out"] if item["path"] == learned.PATH}
+    grouped = {item["reason"]: item for item in report["left_out"] if item["path"] == "memories/learned/"}
     assert grouped[learned.FLAGGED]["count"] == 1 and grouped[learned.TURN]["count"] == 2
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["layered_imports"]["learned"] == ["memories/learned.jsonl"]
-    assert validate(out).files["learned"] == ["memories/learned.jsonl"]
+    assert manifest["layered_imports"]["learned"] == ["memories/learned/*.jsonl"]
+    assert validate(out).files["learned"] == [f"memories/learned/{month}.jsonl"]
     for path in out.rglob("*"):  # a flagged memory never leaves, nor does a conversation turn
         if path.is_file() and ".git" not in path.parts:
             text = path.read_text(encoding="utf-8")
@@ -125,7 +135,8 @@ def test_an_export_of_an_unchanged_graph_is_the_same_file(learned_home, tmp_path
     home, _ = learned_home
     export(home, tmp_path / "one", commit=False)
     export(home, tmp_path / "two", commit=False)
-    assert (tmp_path / "one" / learned.PATH).read_bytes() == (tmp_path / "two" / learned.PATH).read_bytes()
+    assert [p.read_bytes() for p in learned_files(tmp_path / "one")] == \
+        [p.read_bytes() for p in learned_files(tmp_path / "two")]
 
 
 def test_round_trip_into_another_home_keeps_type_scope_and_provenance(learned_home, tmp_path):
@@ -142,7 +153,7 @@ def test_round_trip_into_another_home_keeps_type_scope_and_provenance(learned_ho
     assert node.kind == "preference" and node.scope == "" and node.writer == "import" and node.source_ref == "s1#1"
     assert node.metadata["learned"]["source"] == "hermes:consolidate"
     assert node.metadata["learned"]["home"] == learned.home_identity(home)
-    assert node.metadata["import"]["path"] == learned.PATH
+    assert node.metadata["import"]["path"].startswith("memories/learned/")
     assert got["Bob likes answers in French."].scope == BOB and got["Bob likes answers in French."].kind == "semantic_fact"
     assert got[LESSON].kind == "tool_or_workflow_lesson" and got[LESSON].metadata["learned"]["id"] == lesson
     # The mirrored memories are in A's MEMORY.md export too only when Hermes wrote them there;
@@ -184,7 +195,7 @@ def test_a_flagged_memory_never_leaves_even_when_its_text_sits_in_a_learned_one(
         remember(graph, f"Quoted from the chat: {EVIL}", [], writer="tool:soul_add", where="soul_add")
     report = export(home, tmp_path / "soul", commit=False)
     assert report.learned["exported"] == 0 and report.learned["left_out"][learned.FLAGGED] == 2
-    assert not (tmp_path / "soul" / learned.PATH).exists()
+    assert not (tmp_path / "soul" / learned.FOLDER).exists()
     assert "learned" not in json.loads((tmp_path / "soul" / "manifest.json").read_text())["layered_imports"]
 
 
@@ -200,10 +211,11 @@ def test_a_bad_learned_line_is_named_and_nothing_is_imported(learned_home, tmp_p
     home, _ = learned_home
     out = tmp_path / "soul"
     export(home, out, commit=False)
-    path = out / learned.PATH
+    path = learned_files(out)[0]
     path.write_text(line + "\n" + path.read_text())
     found = [str(p) for p in validate(out).problems]
-    assert any(p.startswith(f"{learned.PATH}: layered_imports.learned: {problem}") for p in found), found
+    where = path.relative_to(out).as_posix()
+    assert any(p.startswith(f"{where}: layered_imports.learned: {problem}") for p in found), found
     other = make_home(tmp_path / "b")
     before = counts(other)
     done = import_soul(out, other)
@@ -216,7 +228,7 @@ def test_an_export_without_a_soul_graph_says_so_and_lists_nothing_learned(tmp_pa
     for name in ("soul.json", "soul.json.journal"):
         (home / name).unlink(missing_ok=True)
     report = export(home, tmp_path / "soul", commit=False).as_dict()
-    assert report["learned"] is None and all(item["path"] != learned.PATH for item in report["left_out"])
+    assert report["learned"] is None and all(not item["path"].startswith("memories/learned") for item in report["left_out"])
 
 
 def test_git_is_only_needed_to_commit(tmp_path, learned_home):
@@ -226,4 +238,23 @@ def test_git_is_only_needed_to_commit(tmp_path, learned_home):
     out = tmp_path / "soul"
     report = export(home, out)
     log = subprocess.run(["git", "-C", str(out), "ls-files"], capture_output=True, text=True, timeout=30).stdout
-    assert learned.PATH in log.split() and report.commit
+    assert any(p.startswith("memories/learned/") for p in log.split()) and report.commit
+
+
+def test_a_big_graph_goes_in_monthly_parts_each_under_the_validators_limit(tmp_path):
+    home = make_home(tmp_path / "a")
+    filler = "a firmware note that is long enough to fill a line of the export; " * 6
+    with SoulFile(home / "soul.json").change() as graph:
+        for i in range(2500):
+            remember(graph, f"Lesson {i}: {filler}", ["ops"], writer="tool:soul_add", where="soul_add")
+    out = tmp_path / "soul"
+    report = export(home, out, commit=False)
+    assert not report.problems, report.problems
+    parts = learned_files(out)
+    month = time.strftime("%Y-%m", time.gmtime())
+    assert [p.name for p in parts] == [f"{month}.2.jsonl", f"{month}.jsonl"]
+    assert all(p.stat().st_size <= learned.PART_BYTES for p in parts)
+    assert len(learned_lines(out)) == 2500 and validate(out).ok
+    other = make_home(tmp_path / "b")
+    done = import_soul(out, other)
+    assert done.status == "changed" and done.memories["added"] >= 2500, done.errors

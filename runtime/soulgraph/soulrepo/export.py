@@ -9,14 +9,14 @@
 | skills/ | only reviewed skills: `soul_export: true` in the SKILL.md frontmatter, or named by `--include` |
 | config.yaml | never copied: adapters/hermes.md says what it held, not its values |
 | sessions/ | never copied: adapters/hermes.md says how many there were (archive only) |
-| soul.json (+ journal) | memories/learned.jsonl: the memories the agent learned (learned.py), typed, with provenance and scope |
+| soul.json (+ journal) | memories/learned/<month>.jsonl: the memories the agent learned (learned.py), typed, with provenance and scope |
 
 Curated: an entry holding a secret, or reading like prompt injection, is left out, and the
 report lists which (by file and entry number, never by content). So is the text of every
 memory the home's soul graph (soul.json) holds flagged (memory/flagged.py): an entry of
 USER.md / MEMORY.md that holds it is left out, and so is each line of SOUL.md, IDENTITY.md,
 AGENTS.md and the exported skills that does; `flagged_left_out` counts them. Of the soul
-graph's memories, the learned ones go to memories/learned.jsonl; every other memory is left out
+graph's memories, the learned ones go to memories/learned/; every other memory is left out
 and counted in `left_out` by reason (one item a reason, with `count`), and in `learned`. The
 result is validated (`validate.py`) and committed to a new git repository.
 """
@@ -208,10 +208,10 @@ def _write_memories(home: Path, target: Path, report: ExportReport) -> None:
 
 def _write_learned(home: Path, graph, target: Path, name: str, report: ExportReport) -> None:
     chosen = learned.select(graph, name, learned.home_identity(home), report.flagged_lines)
-    if chosen.lines:
-        _put(target, learned.PATH, chosen.text(), report)
+    for name, text in chosen.files().items():
+        _put(target, f"{learned.FOLDER}/{name}", text, report)
     for reason, ids in chosen.left_out.items():
-        report.left_out.append({"path": learned.PATH, "entry": None, "reason": reason, "count": len(ids),
+        report.left_out.append({"path": f"{learned.FOLDER}/", "entry": None, "reason": reason, "count": len(ids),
                                 "why": f"{reason} ({learned.REASONS.get(reason, reason)})", "ids": ids[:10]})
     report.learned = {"exported": len(chosen.lines),
                       "left_out": {reason: len(ids) for reason, ids in chosen.left_out.items()}}
@@ -266,7 +266,7 @@ def _write_manifest(target: Path, name: str, now: float, report: ExportReport) -
         imports["skills"] = ["skills/**/*.md"]
     if (target / "memories" / "curated").is_dir():
         imports["memory"] = ["memories/curated/**/*.md"]
-    if (target / learned.PATH).is_file():
+    if (target / learned.FOLDER).is_dir():
         imports[learned.LAYER] = [learned.GLOB]
     manifest = {
         "schema": SCHEMA_ID, "agent_id": name, "display_name": name.capitalize(), "owner": "operator-controlled",

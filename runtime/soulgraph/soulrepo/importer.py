@@ -25,7 +25,7 @@ those changes; `--check` stops after the plan and shows it, with diffs. In order
    supersedes the one it replaces (paired within a file by shared words); an entry gone
    from the repository is archived. An entry the graph already holds from elsewhere (seeded
    from the same SOUL.md) is not added twice.
-   The `learned` layer (memories/learned.jsonl, learned.py) adds the memories an agent learned,
+   The `learned` layer (memories/learned/*.jsonl, learned.py) adds the memories an agent learned,
    each with its kind, scope and tags, and its first provenance in `metadata.learned` (home,
    agent, id, source, writer, created time, session, turn). One learned in this very home (its
    provenance names it) is not added back, even where it has been superseded or forgotten

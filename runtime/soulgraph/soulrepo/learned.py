@@ -1,4 +1,4 @@
-"""The memories an agent learned, as a soul repository carries them: `memories/learned.jsonl`.
+"""The memories an agent learned, as a soul repository carries them: `memories/learned/*.jsonl`.
 
 Learned memories are the ones written into the home's soul graph by the agent's own use: the
 MCP tools (`soul_add`), consolidation of conversations into typed memories, the mirror of
@@ -6,8 +6,11 @@ Hermes' memory tool, the markdown toolset. What the home's files already carry (
 seeded from SOUL.md, USER.md, MEMORY.md) and what came from a soul repository (imports) are
 not learned here, and are exported by those files and that repository.
 
-One JSON object a line, sorted by creation (so an export of an unchanged graph is the same
-file, and a review reads one memory per diff line; deleting a line rejects that memory):
+One JSON object a line, sorted by creation, one file per month of creation (`2026-12.jsonl`;
+a month past PART_BYTES goes on in `2026-12.2.jsonl`, …, so each file stays well under the
+validator's 2 MiB text limit). An export of an unchanged graph is the same files, a review reads
+one memory per diff line (deleting a line rejects that memory), and a memory gone changes only
+its own month's file:
 
     {"content": "...", "kind": "preference", "scope": "", "tags": ["..."],
      "confidence": 0.7, "importance": 0.5, "valid_from": null, "valid_to": null,
@@ -36,14 +39,15 @@ from soulgraph.memory import flagged, record, scopes
 from soulgraph.memory.scanner import scan
 
 LAYER = "learned"
-PATH = "memories/learned.jsonl"
-GLOB = "memories/learned.jsonl"
+FOLDER = "memories/learned"
+GLOB = "memories/learned/*.jsonl"
+PART_BYTES = 1 << 20  # one file's most, under validate's TEXT_LIMIT (2 MiB) with room to spare
 TAG = "learned"  # on every learned memory an import writes
 MAX_LINE_CHARS = 64 << 10  # a memory is text of a page or two, not a file dump
 
 # Why a memory of the graph is not in the export: the report's short reason, and what it means.
 TURN, FLAGGED, PRIVATE, SEEDED, IMPORTED = "conversation turns", "flagged", "private", "seeded", "imported"
-SECRET, INJECTION = "secret", "prompt injection"
+SECRET, INJECTION, TOO_LONG = "secret", "prompt injection", "too long"
 REASONS = {
     TURN: "episodic captures of what was said: they stay on the host that heard them",
     FLAGGED: "read like prompt injection: withheld from every prompt, never exported",
@@ -55,6 +59,7 @@ REASONS = {
     IMPORTED: "came from a soul repository, which carries them",
     SECRET: "the scanner finds a secret in it today",
     INJECTION: "the scanner finds prompt injection in it today",
+    TOO_LONG: f"more than {MAX_LINE_CHARS >> 10} KiB as a line: a learned memory is text, not data",
 }
 TURN_SOURCES = ("hermes:sync_turn", "hermes:session")
 TURN_TAG = "turn"
@@ -110,8 +115,31 @@ class Selection:
     lines: list[dict[str, Any]] = field(default_factory=list)
     left_out: dict[str, list[str]] = field(default_factory=dict)  # reason -> node ids
 
-    def text(self) -> str:
-        return "".join(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n" for line in self.lines)
+    def files(self) -> dict[str, str]:
+        """{file name under FOLDER: its text}: a file per month of creation, in parts past PART_BYTES."""
+        months: dict[str, list[str]] = {}
+        for line in self.lines:
+            month = (line["provenance"].get("created_at") or "undated")[:7]
+            months.setdefault(month, []).append(_dumped(line))
+        found: dict[str, str] = {}
+        for month, texts in months.items():
+            part, size, chunk = 1, 0, []
+            for text in texts:
+                if chunk and size + len(text.encode()) > PART_BYTES:
+                    found[_part_name(month, part)] = "".join(chunk)
+                    part, size, chunk = part + 1, 0, []
+                chunk.append(text)
+                size += len(text.encode())
+            found[_part_name(month, part)] = "".join(chunk)
+        return found
+
+
+def _dumped(line: dict[str, Any]) -> str:
+    return json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def _part_name(month: str, part: int) -> str:
+    return f"{month}.jsonl" if part == 1 else f"{month}.{part}.jsonl"
 
 
 def select(graph: SoulGraph, agent: str, home: str,
@@ -120,8 +148,11 @@ def select(graph: SoulGraph, agent: str, home: str,
     chosen = Selection()
     for node in sorted(graph.nodes.values(), key=lambda n: (n.created_at, n.id)):
         reason = why_left_out(node, flagged_lines or {})
+        line = line_of(node, agent, home) if reason is None else None
+        if line is not None and len(_dumped(line)) > MAX_LINE_CHARS:
+            reason = TOO_LONG
         if reason is None:
-            chosen.lines.append(line_of(node, agent, home))
+            chosen.lines.append(line)
         else:
             chosen.left_out.setdefault(reason, []).append(node.id)
     return chosen

@@ -164,7 +164,7 @@ def _imports(root: Path, manifest: dict[str, Any], report: Report) -> None:
                 elif path.is_file():
                     matched.append(relative)
         report.files[layer] = sorted(set(matched))
-        if layer == learned.LAYER:  # memories/learned.jsonl: every line a memory learned.py reads
+        if layer == learned.LAYER:  # memories/learned/*.jsonl: every line a memory learned.py reads
             for relative, problem in learned.problems(root, report.files[layer]):
                 report.add(relative, problem)
 
