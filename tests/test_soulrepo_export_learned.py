@@ -258,3 +258,23 @@ def test_a_big_graph_goes_in_monthly_parts_each_under_the_validators_limit(tmp_p
     other = make_home(tmp_path / "b")
     done = import_soul(out, other)
     assert done.status == "changed" and done.memories["added"] >= 2500, done.errors
+
+
+def test_a_users_memory_is_known_only_to_that_user_and_the_shared(learned_home, tmp_path):
+    """Whose memory counts: the same words in another user's scope do not make B know a memory
+    of Bob's, nor of everyone's; in Bob's own scope or shared, they do."""
+    home, _ = learned_home
+    out = tmp_path / "soul"
+    export(home, out)
+    other = make_home(tmp_path / "b")
+    service = MemoryService(SoulFile(other / "soul.json"), embed=False)
+    service.memory_write("add", "user", "Bob likes answers in French.", scope="telegram:99")  # Carol's, same words
+    service.memory_write("add", "memory", LESSON, scope="telegram:99")
+    service.memory_write("add", "memory", MIRRORED)  # shared already
+    done = import_soul(out, other)
+    assert done.status == "changed", done.errors
+    graph = SoulFile(other / "soul.json").graph()
+    scopes_of = lambda text: sorted(n.scope for n in graph.nodes.values() if n.content == text and n.status == "active")
+    assert scopes_of("Bob likes answers in French.") == [BOB, "telegram:99"]
+    assert scopes_of(LESSON) == ["", "telegram:99"]  # the shared lesson came in beside Carol's copy
+    assert scopes_of(MIRRORED) == [""]  # held shared already: not twice
