@@ -257,6 +257,31 @@ class TestSSHFailures:
         finally:
             silent.close()
 
+    def test_a_host_frozen_before_it_answers_the_exec_request_is_unreachable_within_the_bound(self, ssh_lab):
+        """paramiko waits for the reply to a channel's exec request with no deadline: a host
+        whose link went down between the channel's opening and that reply hung the run."""
+        from fleet.connections.ssh import PROBE_TIMEOUT, SILENCE_PROBE
+
+        host = ssh_lab.hosts[2]
+        conn = ssh(ssh_lab, host)
+        assert conn.run("true").ok
+        opened = conn._session
+
+        def open_then_freeze():
+            chan = opened()
+            ssh_lab.freeze(host)  # the channel is open; the exec request goes unanswered
+            return chan
+
+        conn._session = open_then_freeze
+        started = time.monotonic()
+        try:
+            with pytest.raises(HostUnreachable, match="stopped answering"):
+                conn.run("true")
+            assert time.monotonic() - started <= SILENCE_PROBE + PROBE_TIMEOUT + 3
+        finally:
+            ssh_lab.thaw(host)
+            conn.close()
+
     def test_wrong_key_is_an_authentication_failure(self, ssh_lab, tmp_path):
         stranger = tmp_path / "id_stranger"
         _keygen(stranger, "stranger")
@@ -287,3 +312,17 @@ class TestSSHFailures:
         finally:
             stopper.join()
             conn.close()
+
+
+def test_a_long_command_in_an_unreachable_message_is_cut_between_words_and_says_how_much_is_left():
+    from fleet.connections.ssh import command_summary
+
+    paths = " ".join(f"/home/agent/.soulfleet/releases/{'a' * 40}/venv/lib/python3.11/site-packages/pkg{i}"
+                     for i in range(6))
+    text = command_summary(f"cd /tmp && tar -xzf {paths}")
+    head, _, tail = text.partition(" … (")
+    assert tail.endswith(" more characters)") and len(head) <= 240
+    # Every path shown is whole: the cut fell between two of them.
+    shown = [w for w in head.split() if w.startswith("/home/")]
+    assert shown and all(w in paths.split() for w in shown)
+    assert command_summary("uname -a") == "uname -a"

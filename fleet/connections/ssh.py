@@ -196,7 +196,7 @@ class SSHConnection(Connection):
         out, err = bytearray(), bytearray()
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            chan.exec_command(command)
+            self._exec(chan, command)
             if input is not None:
                 # A thread, so a command that writes a lot before reading all its input
                 # cannot deadlock us on a full window.
@@ -237,7 +237,7 @@ class SSHConnection(Connection):
                                           else max(0.0, deadline - time.monotonic())):
                 if chan.get_transport() is None or not chan.get_transport().is_active():
                     raise HostUnreachable(self.host, self.address, self.port,
-                                          f"connection lost while running: {command}")
+                                          f"connection lost while running: {command_summary(command)}")
                 raise CommandTimeout(self.host, command, timeout or self.connect_timeout,
                                      decode(bytes(out)), decode(bytes(err)))
             rc = chan.exit_status
@@ -248,14 +248,14 @@ class SSHConnection(Connection):
             chan.close()
         if rc == -1 and not self._transport_active():
             raise HostUnreachable(self.host, self.address, self.port,
-                                  f"connection lost while running: {command}")
+                                  f"connection lost while running: {command_summary(command)}")
         return self._finish(Result(rc, decode(bytes(out)), decode(bytes(err)), command), check)
 
     def hold(self, command: str, *, timeout: float = 30.0) -> Held:
         chan = self._session()
         try:
             chan.set_combine_stderr(True)
-            chan.exec_command(command)
+            self._exec(chan, command)
             line = b""
             deadline = time.monotonic() + timeout
             while not line.endswith(b"\n") and time.monotonic() < deadline:
@@ -281,12 +281,41 @@ class SSHConnection(Connection):
 
         return Held(decode(line).strip(), release)
 
+    def _exec(self, chan: paramiko.Channel, command: str) -> None:
+        """`chan.exec_command`, bounded: paramiko waits for the host's reply to the request with
+        no deadline, so a host that stops answering between opening the channel and starting the
+        command would hang the run. While the reply is awaited, the host is probed every
+        SILENCE_PROBE seconds as a silent command is (`_probe`); one that does not answer is
+        dropped, which ends the wait, and reported unreachable."""
+        started = threading.Event()
+        lost: list[HostUnreachable] = []
+
+        def watch() -> None:
+            while not started.wait(SILENCE_PROBE):
+                try:
+                    self._probe(command)
+                except HostUnreachable as exc:
+                    lost.append(exc)
+                    return
+
+        threading.Thread(target=watch, daemon=True).start()
+        try:
+            chan.exec_command(command)
+        except (paramiko.SSHException, EOFError, OSError):
+            if lost:
+                raise lost[0] from None
+            raise
+        finally:
+            started.set()
+        if lost:
+            raise lost[0]
+
     def _probe(self, command: str) -> None:
         """Is the host still there? A global request that wants a reply, waited for in a
         helper thread at most PROBE_TIMEOUT seconds (paramiko's own wait has no deadline)."""
         transport = self._client.get_transport() if self._client else None
         if transport is None or not transport.is_active():
-            raise HostUnreachable(self.host, self.address, self.port, f"connection lost while running: {command}")
+            raise HostUnreachable(self.host, self.address, self.port, f"connection lost while running: {command_summary(command)}")
         answered = threading.Event()
 
         def ask() -> None:
@@ -302,7 +331,7 @@ class SSHConnection(Connection):
                 self._drop()  # unblocks whatever still waits on this connection
             raise HostUnreachable(self.host, self.address, self.port,
                                   f"stopped answering: nothing for {SILENCE_PROBE + PROBE_TIMEOUT:g} s "
-                                  f"while running: {command[:200]}")
+                                  f"while running: {command_summary(command)}")
 
     def _transport_active(self) -> bool:
         transport = self._client.get_transport() if self._client else None
@@ -390,3 +419,14 @@ def _sftp_path(remote_path: str) -> str:
     if remote_path.startswith("~/"):
         return remote_path[2:]
     return remote_path
+
+
+def command_summary(command: str, limit: int = 240) -> str:
+    """A command for a message: whole when short, else cut at a space (never mid-path or
+    mid-word) and saying how much was left out."""
+    flat = " ".join(command.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit)
+    head = flat[:cut if cut > limit // 2 else limit]
+    return f"{head} … ({len(flat) - len(head):,} more characters)"
