@@ -43,6 +43,7 @@ class HostResult:
     sha: str | None = None  # the release `current` points at afterwards
     soul: str | None = None  # the layered soul commit imported (with --soul)
     problems: list[str] = field(default_factory=list)  # what the operator must fix, the host not failed
+    notes: list[str] = field(default_factory=list)  # what the host is now, where the run left it unusually
     seconds: float = 0.0
     message: str = ""
     reports: list[TaskReport] = field(default_factory=list)
@@ -110,6 +111,7 @@ def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Ro
     result = HostResult(host.name, OK)
     conn = host.connection()
     lock = None
+    play: Play | None = None
     try:
         facts = gather(conn, host.vars)
         result.facts, result.sha = facts, facts["deployed_sha"]
@@ -132,29 +134,15 @@ def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Ro
         play = Play(roles, ctx, on_report=(lambda r: on_report(host.name, r)) if on_report else None,
                     should_stop=should_stop)
         play.run()
-        result.reports = play.reports
-        for report in play.reports:
-            result.counts[report.outcome.status] += 1
-            if report.outcome.data.get("problem"):
-                result.problems.append(f"{report.role} | {report.task}: {report.outcome.data['problem']}")
-        switched = [r for r in play.reports if r.role == "switch" and r.task.startswith("switch")]
-        if not check and switched and switched[0].outcome.status in (OK, CHANGED):
-            result.sha = sha
-        imported = [r for r in play.reports if r.role == SOUL_ROLE and r.outcome.status in (OK, CHANGED)]
-        if imported and not check:
-            result.soul = imported[0].outcome.data.get("commit") or (soul.commit if soul else None)
-        failures = [r for r in play.reports if r.outcome.failed]
-        if failures:
-            result.status = FAILED
-            result.message = f"{failures[0].role}/{failures[0].task}: {failures[0].outcome.message}"
-        elif play.stopped:
+        _summarise(result, play, sha, check, soul)
+        if play.stopped and result.status != FAILED:
             result.status, result.message = INTERRUPTED, "stopped by Ctrl-C between tasks"
-        elif result.counts[CHANGED]:
-            result.status = CHANGED
     except HostConnectionError as exc:
         result.status, result.message = UNREACHABLE, str(exc)
+        _summarise(result, play, sha, check, soul, dropped=True)
     except CommandTimeout as exc:
         result.status, result.message = FAILED, str(exc)
+        _summarise(result, play, sha, check, soul, dropped=True)
         result.counts[FAILED] += 1
     finally:
         if lock is not None:
@@ -165,3 +153,43 @@ def update_host(host: Host, *, sha: str, builder: RuntimeBuilder, roles: list[Ro
         conn.close()
         result.seconds = time.monotonic() - started
     return result
+
+
+def _summarise(result: HostResult, play: Play | None, sha: str, check: bool, soul: SoulTree | None,
+               dropped: bool = False) -> None:
+    """Count what the play did and say where it left the host: on a run that ended normally,
+    or (`dropped`) one whose host stopped answering or timed out mid-play, whose finished
+    tasks still count: a host lost right after its switch runs the new release."""
+    if play is None:
+        return
+    result.reports = play.reports
+    for report in play.reports:
+        result.counts[report.outcome.status] += 1
+        if report.outcome.data.get("problem"):
+            result.problems.append(f"{report.role} | {report.task}: {report.outcome.data['problem']}")
+    switched = [r for r in play.reports if r.role == "switch" and r.task.startswith("switch")]
+    if not check and switched and switched[0].outcome.status in (OK, CHANGED):
+        result.sha = sha
+    imported = [r for r in play.reports if r.role == SOUL_ROLE and r.outcome.status in (OK, CHANGED)]
+    if imported and not check:
+        result.soul = imported[0].outcome.data.get("commit") or (soul.commit if soul else None)
+    entry = [r for r in play.reports if r.role == "hermes" and r.outcome.status in (OK, CHANGED)]
+    before, entry_sha = result.facts.get("deployed_sha"), result.facts.get("entry_sha")
+    if dropped:
+        if result.sha == sha and before != sha:
+            result.notes.append(
+                f"now on {sha[:12]}: `current` was switched before the host stopped answering, "
+                + ("and Hermes' soul entry names it" if entry else
+                   f"but Hermes' soul entry was not rewritten (it still names {(entry_sha or 'no release')[:12]}); "
+                   "the next run completes it"))
+        return
+    failures = [r for r in play.reports if r.outcome.failed]
+    if failures:
+        result.status = FAILED
+        result.message = f"{failures[0].role}/{failures[0].task}: {failures[0].outcome.message}"
+    elif result.counts[CHANGED]:
+        result.status = CHANGED
+    if not check and before == sha and entry_sha and entry_sha != sha \
+            and any(r.outcome.status == CHANGED for r in entry):
+        result.notes.append(f"repaired: `current` already named {sha[:12]} but Hermes' soul entry named "
+                            f"{entry_sha[:12]} (an earlier run stopped after its switch); the entry now names it")

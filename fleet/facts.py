@@ -144,8 +144,22 @@ class GatewayRuntime(Fact):
         return value or None
 
 
+class HermesEntrySha(Fact):
+    """The release Hermes' soul entry runs (the sha in its `releases/<sha>/venv/bin/python`), or
+    None: after a run that stopped between the switch and the entry, it differs from `current`."""
+    name = "entry_sha"
+
+    def command(self, hvars):
+        config = sh_path(f"{hvars['hermes_home']}/config.yaml")
+        return f"grep -o 'releases/[0-9a-f]*/venv/bin/python' {config} 2>/dev/null | head -n 1 || true"
+
+    def parse(self, out):
+        parts = out.strip().split("/")
+        return parts[1] if len(parts) > 2 and parts[1] else None
+
+
 ALL_FACTS: list[Fact] = [Home(), Uname(), SwVers(), Uid(), PythonVersion(), HermesHome(),
-                         DeployedSha(), GatewayRuntime(), ActiveProfile()]
+                         DeployedSha(), GatewayRuntime(), ActiveProfile(), HermesEntrySha()]
 
 
 def gather(conn: Connection, hvars: dict[str, Any], facts: list[Fact] = ALL_FACTS) -> dict:

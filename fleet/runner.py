@@ -27,6 +27,7 @@ from fleet.roles import TaskReport
 EXIT_OK, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 2, 4, 130
 
 Work = Callable[[Host, Callable[[], bool]], HostResult]
+SHOWN_SECONDS = 1.0  # a task that took this long says how long on its progress line
 
 
 class Progress:
@@ -52,6 +53,8 @@ class Progress:
         if o.message and o.status != OK:
             text += f" — {o.message.splitlines()[0][:300]}" if o.status != FAILED else \
                 f" — {o.message[:2000]}"
+        if report.seconds >= SHOWN_SECONDS:
+            text += f" ({report.seconds:.1f} s)"
         if self.show_diff and o.diff:
             text += "\n" + o.diff.rstrip("\n")
         self.line(text)
@@ -162,4 +165,6 @@ def recap(results: list[HostResult], soul: bool = False) -> str:
     problems = [f"  {r.host}: {r.status}: {r.message}" for r in results
                 if r.status in (FAILED, UNREACHABLE, INTERRUPTED) and r.message]
     problems += [f"  {r.host}: problem: {p}" for r in results for p in r.problems]
-    return "\n".join(lines + (["", "Problems:", *problems] if problems else []))
+    notes = [f"  {r.host}: {n}" for r in results for n in r.notes]
+    return "\n".join(lines + (["", "Problems:", *problems] if problems else [])
+                     + (["", "Notes:", *notes] if notes else []))

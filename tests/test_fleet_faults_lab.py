@@ -21,6 +21,7 @@ import pytest
 from fleet.build import resolve_sha
 from fleet.connections.ssh import PROBE_TIMEOUT, SILENCE_PROBE
 from tests.fleet_helpers import clone_repo, commit_file, reset_to_bare_hermes, run_update
+from tests.test_fleet_lab import recap_rows
 
 pytestmark = pytest.mark.lab
 RESTART = 'echo restart >> "$HOME/gateway-restarts"'
@@ -75,6 +76,52 @@ def test_a_host_that_stops_answering_mid_task_is_unreachable_within_the_bound(fa
             assert (h.home / ".soulfleet" / "current").readlink().name == sha, out
     # The host left mid-install is not switched: current still names the old release.
     assert (victim.home / ".soulfleet" / "current").readlink().name != sha
+
+
+def freeze_when_switched(lab, host, sha: str, timeout: float = 240) -> dict:
+    """Freeze `host` as soon as its `current` names `sha` (the switch is done, the Hermes entry
+    comes next)."""
+    happened: dict = {}
+    current = host.home / ".soulfleet" / "current"
+
+    def watch():
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if current.readlink().name == sha:
+                    lab.freeze(host)
+                    happened["at"] = time.monotonic()
+                    return
+            except OSError:
+                pass
+            time.sleep(0.02)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return happened
+
+
+def test_a_host_lost_right_after_its_switch_is_shown_on_the_new_release_and_repaired_next_run(faults_lab):
+    """The recap used to read `h 0 0 0 1 <old sha>` for such a host, while its `current` already
+    named the new release and Hermes' entry the old one."""
+    lab, inventory, repo, targets = faults_lab
+    sha = commit_file(repo, "runtime/soulgraph/_fault_marker.py", "MARK = 7\n", "a sha whose switch is cut off")
+    victim = lab.hosts[0]
+    happened = freeze_when_switched(lab, victim, sha)
+    try:
+        code, out = run_update("--yes", "-i", str(inventory), targets, sha, repo=repo)
+    finally:
+        lab.thaw(victim)
+    assert "at" in happened and code == 4, out
+    row = recap_rows(out)[victim.name]
+    assert row[4] == sha[:12] and int(row[1]) >= 2, out  # the new sha, and the tasks it did counted
+    assert f"{victim.name}: now on {sha[:12]}: `current` was switched before the host stopped answering" in out, out
+    entry_left = "Hermes' soul entry was not rewritten" in out
+    code, out = run_update("--yes", "-i", str(inventory), targets, sha, repo=repo)
+    assert code == 0, out
+    config = (victim.home / ".hermes" / "config.yaml").read_text()
+    assert f"releases/{sha}/venv/bin/python" in config
+    # The next run completes the entry and says it did (when the drop came before the entry).
+    assert (f"{victim.name}: repaired: `current` already named {sha[:12]}" in out) == entry_left, out
 
 
 def test_a_second_ctrl_c_exits_at_once_naming_the_abandoned_host(faults_lab, tmp_path):
@@ -159,12 +206,19 @@ def test_two_runs_at_once_never_split_the_fleet(faults_lab):
         while not watched.exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
         assert watched.exists(), "the first run never got under way"
-        code, out = run_update("--yes", "-i", str(inventory), targets, second, repo=repo)
+        # The same inventory: the fleet-wide run lock turns the second run away before any host.
+        locked, locked_out = run_update("--yes", "-i", str(inventory), targets, second, repo=repo)
+        # Another inventory file naming the same hosts gets past it: each host's own lock holds.
+        other = inventory.with_name("inventory-copy.yml")
+        other.write_text(inventory.read_text())
+        code, out = run_update("--yes", "-i", str(other), targets, second, repo=repo)
         first_out, _ = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, first_out.decode()
+    assert locked == 75, locked_out
+    assert "another fleet run holds the run lock for " in locked_out and f"pid {proc.pid}, " in locked_out, locked_out
     assert code == 2, out
     assert f"another fleet run holds {lab.hosts[0].name}: " in out and f"pid {proc.pid} since " in out, out
     assert f"(update {first[:12]})" in out
@@ -204,4 +258,8 @@ def test_a_missed_gateway_restart_is_made_up_by_the_next_hermes_run(faults_lab):
 
     code, out = run_update("--restart-gateway", "--yes", "-i", str(inventory), targets, sha, repo=repo)
     assert code == 0, out
+    # The reason given is the flag, not a restart onto the sha the gateway already runs.
+    assert out.count("gateway | gateway restart asked for: changed — restarted because --restart-gateway "
+                     "asks for it (it last ran this runtime)") == 3, out
+    assert "last restarted onto" not in out, out
     assert {h.name: restart_count(h) for h in hosts} == {n: c + 2 for n, c in before.items()}
