@@ -360,8 +360,9 @@ def status(targets, inventory_path, limit, forks, as_json):
 @click.option("--forks", "-f", default=10, show_default=True, type=click.IntRange(1, 200),
               help="Hosts checked at once.")
 @click.option("--full", is_flag=True,
-              help="Run the MCP self-check on every host, even where the one recorded by an earlier "
-                   "verification still holds (runtime, interpreter and soul file unchanged).")
+              help="Run the MCP self-check (and with --hermes, Hermes' own client checks) on every host, "
+                   "even where the answers recorded by an earlier verification still hold (nothing they "
+                   "depend on changed).")
 def verify(targets, inventory_path, limit, hermes, ref, soul, soul_known_hosts, soul_key, forks, full):
     """Check each host with pytest-testinfra (fleet.verify); TARGETS: hosts or groups (default
     all). Exit: 0 all passed, 2 a check failed, 4 a host unreachable or its key refused."""

@@ -298,6 +298,38 @@ def test_gateway_active_passes_with_hermes(ssh_lab, laid_out):
     assert row(output, first)["hermes_client_sees_soul"] == "ok"
 
 
+HERMES_REUSED = "Hermes' own answers recorded by an earlier verification"
+
+
+def test_hermes_client_answers_are_reused_until_what_they_depend_on_changes(ssh_lab, laid_out):
+    """`verify --hermes` started Hermes' CLI twice a host on every run (11x `fleet status` on 8
+    hosts); its answers are now kept like the self-check's, and asked again when Hermes' config,
+    the plugin, the release or the Hermes install changed, or with --full."""
+    first, second = list(laid_out)
+    for name in laid_out:
+        ssh_lab.fake_commands(name, HERMES_OK)
+    calls = lambda name: sum(c[:1] == ["hermes"] for c in ssh_lab.fake_calls(name))  # noqa: E731
+    verify(ssh_lab, laid_out, hermes=True)  # records them
+    before = {name: calls(name) for name in laid_out}
+    rc, output = verify(ssh_lab, laid_out, hermes=True)
+    assert rc == EXIT_OK, output
+    assert {name: calls(name) for name in laid_out} == before  # Hermes not started again
+    assert row(output, first)["hermes_client_sees_soul"] == "ok" and row(output, first)["hermes_memory_provider"] == "ok"
+    assert f"{first}, {second}:" in next(l for l in output.splitlines() if HERMES_REUSED in l), output
+
+    # The user edits config.yaml on the first host: Hermes is asked again there, not on the second.
+    config = laid_out[first]["hermes_home"] + "/config.yaml"
+    run_as(ssh_lab.host(first), f"printf '# edited\\n' >> {config}")
+    rc, output = verify(ssh_lab, laid_out, hermes=True)
+    assert rc == EXIT_OK, output
+    assert calls(first) == before[first] + 2 and calls(second) == before[second]
+
+    # --full asks Hermes everywhere.
+    out = io.StringIO()
+    assert run_verify(targets(ssh_lab, laid_out), hermes=True, sha=SHA, out=out, full=True) == EXIT_OK, out.getvalue()
+    assert calls(second) == before[second] + 2 and HERMES_REUSED not in out.getvalue()
+
+
 def test_hermes_client_finding_too_few_tools_fails_in_one_sentence(ssh_lab, laid_out):
     first, second = list(laid_out)
     ssh_lab.fake_commands(first, {**HERMES_OK, "hermes": FakeCommand(stdout=MEMORY_STATUS, by_args={

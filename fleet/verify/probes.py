@@ -64,6 +64,7 @@ def fact_commands(layout: HostLayout) -> dict[str, str]:
         "soul_state": f"cat -- {q(layout.soul_state)}",
         "hermes_command": "command -v hermes",
         **self_check_fact_commands(layout),
+        **hermes_check_fact_commands(layout),
         # With soul_embed: can the runtime embed (numpy and the model package)? "True", or why
         # not. Imports no numpy; other hosts are spared the Python start.
         **({"vectors": f"{q(layout.current_python)} -c 'from soulgraph.engine import embeddings as e; "
@@ -128,6 +129,67 @@ def self_check_record(facts: "HostFacts", report: dict, recorded_at: str) -> byt
     return json.dumps({"key": self_check_key(facts), "recorded_at": recorded_at, "report": report}).encode()
 
 
+# -- Hermes' own client checks' record ------------------------------------------------------------
+# `hermes mcp test soul` and `hermes memory status` start Hermes (its CLI imports most of the
+# agent: several seconds of CPU a host) and, the first, our MCP server under it. Their answers
+# depend on the release `current` points at, Hermes' config.yaml (the entry, the memory provider),
+# the plugin's files and the Hermes install itself (its `hermes` command, rewritten when Hermes is
+# upgraded); so, as the self-check's, passed answers are recorded with those readings and reused
+# while none of them changed. `--full` runs them anyway.
+
+HERMES_CHECK_RECORD = "hermes-check.json"
+HERMES_CLIENT_PROBES = ("hermes_mcp_test", "hermes_memory_status")
+
+
+def hermes_check_record_path(layout: HostLayout) -> str:
+    return posixpath.join(layout.runtime_dir, HERMES_CHECK_RECORD)
+
+
+def hermes_check_fact_commands(layout: HostLayout) -> dict[str, str]:
+    q = shlex.quote
+    record = q(hermes_check_record_path(layout))
+    files = " ".join(q(p) for p in (layout.current_python, layout.config, posixpath.join(layout.plugin, "__init__.py"),
+                                    posixpath.join(layout.plugin, "settings.json")))
+    return {
+        "hermes_check_inputs": f"readlink -- {q(layout.current)}; for f in {files} \"$(command -v hermes)\"; do "
+                               f"{file_reading_command(QUOTED_F)}; done",
+        "hermes_check_record": f"cat -- {record}",
+        "venv_changed_since_hermes_record": f"test -f {record} && find {q(layout.current + '/venv/')} -newer {record} "
+                                            "-print -quit",
+    }
+
+
+def hermes_check_key(facts: "HostFacts") -> str:
+    return f"{facts.layout.toolsets}\n{facts.layout.hermes_home}\n{facts['hermes_check_inputs'].out.strip()}"
+
+
+def recorded_hermes_check(facts: "HostFacts") -> tuple[dict[str, Probe], str] | None:
+    """Hermes' client answers recorded by an earlier verification and when, when they still
+    hold (else None: run them again)."""
+    record, changed = facts["hermes_check_record"], facts["venv_changed_since_hermes_record"]
+    if not record.ok or not facts["hermes_check_inputs"].ok or changed.out.strip():
+        return None
+    try:
+        data = json.loads(record.out)
+    except ValueError:
+        return None
+    answers = data.get("answers") if isinstance(data, dict) else None
+    if data.get("key") != hermes_check_key(facts) or not isinstance(answers, dict) \
+            or set(answers) != set(HERMES_CLIENT_PROBES):
+        return None
+    try:
+        probes = {name: Probe(0, str(answer["out"]), str(answer.get("err", ""))) for name, answer in answers.items()}
+    except (TypeError, KeyError):
+        return None
+    return probes, str(data.get("recorded_at") or "an earlier run")
+
+
+def hermes_check_record(facts: "HostFacts", answers: dict[str, Probe], recorded_at: str) -> bytes:
+    """The record of Hermes' client answers (both exited 0), for hermes_check_record_path."""
+    return json.dumps({"key": hermes_check_key(facts), "recorded_at": recorded_at,
+                       "answers": {name: {"out": p.out, "err": p.err} for name, p in answers.items()}}).encode()
+
+
 @dataclass(frozen=True)
 class HostFacts:
     """The batch's results, with the readings checks share."""
@@ -173,11 +235,12 @@ class HostFacts:
 
 
 def followup_commands(target: VerifyTarget, layout: HostLayout, facts: HostFacts,
-                      hermes: bool, self_check: bool = True) -> dict[str, str]:
+                      hermes: bool, self_check: bool = True, hermes_client: bool = True) -> dict[str, str]:
     """The commands run one by one after the batch, each with its own deadline: what is slow
     (the MCP self-check, Hermes' CLI), may hang (a service manager), or depends on the facts.
     A probe a check finds missing means "not applicable here" (the check says why).
-    `self_check=False`: its record still holds (recorded_self_check)."""
+    `self_check=False`: its record still holds (recorded_self_check); `hermes_client=False`: so
+    does the record of Hermes' client checks (recorded_hermes_check)."""
     q = shlex.quote
     commands = {}
     if self_check:
@@ -194,7 +257,7 @@ def followup_commands(target: VerifyTarget, layout: HostLayout, facts: HostFacts
         commands["gateway"] = gateway
     if facts.system != "Darwin" and not (target.gateway or {}).get("gateway_restart_command"):
         commands["lingering"] = f"loginctl show-user {q(facts['user'].out.strip())} -p Linger"
-    if facts["hermes_command"].ok:
+    if facts["hermes_command"].ok and hermes_client:
         home = q(layout.hermes_home)
         commands["hermes_mcp_test"] = f"env HERMES_HOME={home} hermes mcp test soul"
         commands["hermes_memory_status"] = f"env HERMES_HOME={home} hermes memory status"

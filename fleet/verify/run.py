@@ -99,6 +99,14 @@ class VerifyPlugin:
             self.report.notes.append(
                 f"mcp_tools: {shown}: the MCP self-check recorded by an earlier verification, as the "
                 "runtime, its interpreter and the soul file are unchanged since (--full runs it again)")
+        hermes_reused = [name for name, s in self.sessions.by_name.items()
+                         if s.hermes_check_recorded_at and name in self.report.checked("hermes_client_sees_soul")]
+        if hermes_reused:
+            shown = ", ".join(hermes_reused[:5]) + (f" and {len(hermes_reused) - 5} more" if len(hermes_reused) > 5 else "")
+            self.report.notes.append(
+                f"hermes_client_sees_soul, hermes_memory_provider: {shown}: Hermes' own answers recorded by an earlier "
+                "verification, as the runtime, Hermes' config.yaml, the plugin and the Hermes install are unchanged "
+                "since (--full runs them again)")
         self.sessions.close()
 
 

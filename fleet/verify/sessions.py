@@ -20,8 +20,9 @@ from fleet.hermes_names import profile_command
 from fleet.shell_batch import batch_command, new_nonce, parse_batch
 
 from .backend import host_for
-from .probes import (HostFacts, Probe, fact_commands, followup_commands, recorded_self_check,
-                     self_check_record, self_check_record_path)
+from .probes import (HERMES_CLIENT_PROBES, HostFacts, Probe, fact_commands, followup_commands, hermes_check_record,
+                     hermes_check_record_path, recorded_hermes_check, recorded_self_check, self_check_record,
+                     self_check_record_path)
 from .target import HostLayout, VerifyTarget
 
 DEFAULT_FORKS = 10  # hosts worked on at once, as fleet-update's --forks
@@ -35,6 +36,7 @@ class HostSession:
         self.hermes = hermes
         self.full = full  # run the MCP self-check even where its record still holds
         self.self_check_recorded_at: str | None = None  # set when its record was reused
+        self.hermes_check_recorded_at: str | None = None  # ... and Hermes' client checks'
         self.host: Host = host_for(target)
         self.connected: Future[HostLayout] = Future()
         self.facts: Future[HostFacts] = Future()
@@ -56,12 +58,20 @@ class HostSession:
             facts = HostFacts({name: Probe(rc, out) for name, (rc, out) in answers.items()}, layout)
             self.facts.set_result(facts)
             recorded = None if self.full else recorded_self_check(facts)
-            commands = followup_commands(self.target, layout, facts, self.hermes, self_check=recorded is None)
+            hermes_recorded = None if self.full or not self.hermes or not facts["hermes_command"].ok \
+                else recorded_hermes_check(facts)
+            commands = followup_commands(self.target, layout, facts, self.hermes, self_check=recorded is None,
+                                         hermes_client=hermes_recorded is None)
             pending: dict[str, Future[Probe]] = {name: Future() for name in commands}
             if recorded is not None:
                 answer, self.self_check_recorded_at = recorded
                 pending["self_check"] = Future()
                 pending["self_check"].set_result(answer)
+            if hermes_recorded is not None:
+                answers, self.hermes_check_recorded_at = hermes_recorded
+                for name, answer in answers.items():
+                    pending[name] = Future()
+                    pending[name].set_result(answer)
             self.followups.set_result(pending)
         except BaseException as exc:  # every check of the host fails with it (unreachable, ...)
             for future in (self.connected, self.facts, self.followups):
@@ -78,6 +88,10 @@ class HostSession:
             if name == "self_check":
                 self._record(facts, found)
             pending[name].set_result(found)
+        hermes_answers = {name: pending[name].result() for name in HERMES_CLIENT_PROBES
+                          if name in commands and pending[name].exception() is None}
+        if len(hermes_answers) == len(HERMES_CLIENT_PROBES) and all(p.ok for p in hermes_answers.values()):
+            self._put(hermes_check_record(facts, hermes_answers, _stamp()), hermes_check_record_path(facts.layout))
 
     def _record(self, facts: HostFacts, self_check: Probe) -> None:
         """Keep a passed self-check's answer for the next verification (recorded_self_check)."""
@@ -86,12 +100,13 @@ class HostSession:
         except ValueError:
             return
         if self_check.ok and isinstance(report, dict) and report.get("ok"):
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            try:  # the fleet connection's atomic write, readable by the host's user only
-                self.host.backend.put(self_check_record(facts, report, stamp), self_check_record_path(facts.layout),
-                                      0o600)
-            except Exception:
-                pass  # no record: the next verification runs the self-check again
+            self._put(self_check_record(facts, report, _stamp()), self_check_record_path(facts.layout))
+
+    def _put(self, data: bytes, path: str) -> None:
+        try:  # the fleet connection's atomic write, readable by the host's user only
+            self.host.backend.put(data, path, 0o600)
+        except Exception:
+            pass  # no record: the next verification runs the check again
 
     def _layout(self) -> HostLayout:
         # The first command connects; it also reads Hermes' active_profile (one round trip).
@@ -103,6 +118,10 @@ class HostSession:
 
     def close(self) -> None:
         self.host.backend.close()
+
+
+def _stamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _text(data: bytes) -> str:
