@@ -13,6 +13,7 @@ leaves a half-filled cache entry.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -21,7 +22,9 @@ import sys
 import tarfile
 import tempfile
 import threading
+import time
 from pathlib import Path
+from typing import Iterator
 
 def default_repo() -> Path:
     """The soulfleet repository the runtime is built from: the checkout this package runs from,
@@ -109,6 +112,16 @@ def _pip(*args: str) -> None:
         raise BuildError(f"pip {args[0]} failed:\n{(proc.stderr or proc.stdout)[-3000:]}")
 
 
+@contextlib.contextmanager
+def _step(what: str) -> Iterator[None]:
+    """Say on stderr that a build step that takes seconds began, and how long it took: a first
+    run (nothing cached) is not a silent minute, and the time is counted where it is spent."""
+    started = time.monotonic()
+    print(f"build: {what} …", file=sys.stderr, flush=True)
+    yield
+    print(f"build: {what}: done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+
+
 class RuntimeBuilder:
     """Builds (or finds in the cache) what a release needs. Safe to call from many threads."""
 
@@ -143,21 +156,26 @@ class RuntimeBuilder:
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name[:12]}-", dir=folder.parent))
         try:
-            src = tmp / "src"
-            src.mkdir()
-            paths = ["--", source, *([f":(exclude){exclude}"] if exclude else [])]
-            tar_path = tmp / "source.tar"
-            tar_path.write_bytes(_git(self.repo, "archive", "--format=tar", self.sha, *paths, binary=True))
-            with tarfile.open(tar_path) as tar:
-                tar.extractall(src, filter="data")
-            tar_path.unlink()
-            _pip("wheel", "--no-deps", "-q", "-w", str(tmp), str(src / source))
-            shutil.rmtree(src)
+            with _step(f"the {source} wheel at {self.sha[:12]}"):
+                self._build_wheel(tmp, source, exclude)
         except BaseException:  # a failure or Ctrl-C: no half-built folder stays in the cache
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         _publish(tmp, folder)
         return sorted(folder.glob(pattern))[0]
+
+    def _build_wheel(self, tmp: Path, source: str, exclude: str | None) -> None:
+        """`git archive` of `source` at the sha (without `exclude`), made a wheel in `tmp` by pip."""
+        src = tmp / "src"
+        src.mkdir()
+        paths = ["--", source, *([f":(exclude){exclude}"] if exclude else [])]
+        tar_path = tmp / "source.tar"
+        tar_path.write_bytes(_git(self.repo, "archive", "--format=tar", self.sha, *paths, binary=True))
+        with tarfile.open(tar_path) as tar:
+            tar.extractall(src, filter="data")
+        tar_path.unlink()
+        _pip("wheel", "--no-deps", "-q", "-w", str(tmp), str(src / source))
+        shutil.rmtree(src)
 
     def _requirements_key(self) -> str:
         text = _git(self.repo, "show", f"{self.sha}:runtime/pyproject.toml")
@@ -174,10 +192,11 @@ class RuntimeBuilder:
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder.parent))
         tags = [arg for tag in pip_platforms(platform, arch) for arg in ("--platform", tag)]
         try:
-            _pip("download", "-q", "--only-binary=:all:", *tags, "--python-version",
-                 python_version, "--implementation", "cp", "-d", str(tmp),
-                 f"{wheel}[{','.join(sorted(extras))}]" if extras else str(wheel),
-                 "pip")  # pip itself too, so the venv's pip can be as new as the wheels need
+            with _step(f"the runtime's dependencies as wheels for {key}"):
+                _pip("download", "-q", "--only-binary=:all:", *tags, "--python-version",
+                     python_version, "--implementation", "cp", "-d", str(tmp),
+                     f"{wheel}[{','.join(sorted(extras))}]" if extras else str(wheel),
+                     "pip")  # pip itself too, so the venv's pip can be as new as the wheels need
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -16,6 +16,8 @@ docs/roles.md has the full format.
 
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -149,6 +151,7 @@ class TaskReport:
     task: str
     outcome: Outcome
     ignored: bool = False
+    seconds: float = 0.0  # how long the task took on the host (its build included)
 
 
 OnReport = Callable[[TaskReport], None]
@@ -228,6 +231,7 @@ class Play:
         return commands
 
     def run_task(self, role: Role, task: Task) -> TaskReport:
+        started = time.monotonic()
         try:
             if task.when is not None and not evaluate_expression(str(task.when), self.ctx.vars):
                 outcome = Outcome(SKIPPED, f"when: {false_clause(str(task.when), self.ctx.vars)} is false")
@@ -244,10 +248,11 @@ class Play:
             self.ctx.vars[task.register] = {"status": outcome.status,
                                            "changed": outcome.status == CHANGED,
                                            "data": outcome.data}
-        return self._report(role, task, outcome)
+        return self._report(role, task, outcome, time.monotonic() - started)
 
-    def _report(self, role: Role, task: Task, outcome: Outcome) -> TaskReport:
-        report = TaskReport(role.name, task.name, outcome, ignored=outcome.failed and task.ignore_errors)
+    def _report(self, role: Role, task: Task, outcome: Outcome, seconds: float = 0.0) -> TaskReport:
+        report = TaskReport(role.name, task.name, outcome, ignored=outcome.failed and task.ignore_errors,
+                            seconds=seconds)
         self.reports.append(report)
         self.on_report(report)
         return report

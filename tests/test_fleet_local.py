@@ -23,3 +23,23 @@ def test_local_deploy_then_nothing_to_do(tmp_path, monkeypatch):
     assert code == 0 and "local: OK" in out, out
     code, out = run_update("--yes", "local", "no-such-ref")
     assert code == 1 and "is not a commit" in out
+
+
+def test_run_local_without_hermes_says_so_and_exits_3(tmp_path):
+    """On a machine without Hermes, ./run-local deploys the runtime, then says Hermes is missing
+    and how to install it, and exits 3 (it used to exit 0 with "ok": true for a soul file that
+    did not exist)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, HOME=str(tmp_path), HERMES_HOME=str(tmp_path / "no-hermes"),
+               SOULFLEET_CACHE=str(cache_root()))
+    proc = subprocess.run([str(root / "run-local")], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=900, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Hermes is not installed here" in proc.stderr and "pipx install 'hermes-agent[mcp]'" in proc.stderr
+    assert '"ok": true' not in proc.stdout
+    assert (tmp_path / ".soulfleet" / "current").is_symlink()  # the runtime itself was deployed
+    assert not (tmp_path / "no-hermes" / "soul.json").exists()
