@@ -1,5 +1,5 @@
 """The operator's commands: fleet-update, fleet bootstrap, fleet status, fleet verify, fleet backup,
-fleet restore."""
+fleet restore, fleet soul collect."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from fleet.deploy import BOOTSTRAP_ROLES, UPDATE_ROLES, load_roles, update_host,
 from fleet.roles import RoleError
 from fleet.runner import EXIT_INTERRUPTED, Progress, exit_code, recap, run_hosts
 from fleet.soul import SoulSourceError, SoulTree, describe, fetch, parse_soul
+from fleet.soul_collect import soul as soul_commands
 
 DEFAULT_INVENTORY = "inventory.yml"
 NO_INVENTORY = ("no inventory: no -i INVENTORY was given and there is no ./{default} here, so {target!r} "
@@ -228,6 +229,7 @@ def fleet():
 
 
 fleet.add_command(fleet_update, name="update")
+fleet.add_command(soul_commands)  # fleet soul collect
 
 
 @fleet.command()

@@ -441,3 +441,14 @@ def test_limit_reads_ansibles_syntax():
     assert chosen("all:&macs") == ["hub"]
     assert chosen("!h0*") == ["hub"]
     assert chosen("h0[34]") == ["h03", "h04"]
+
+
+def test_every_operator_command_is_reachable_from_the_fleet_group():
+    from click.testing import CliRunner
+
+    from fleet.cli import fleet
+
+    for command, shows in ((["soul", "collect"], "--into"), (["backup"], "--keep"), (["restore"], "--from"),
+                           (["bootstrap"], "--memory-from"), (["update"], "--restart-gateway")):
+        result = CliRunner().invoke(fleet, [*command, "--help"])
+        assert result.exit_code == 0 and shows in result.output, (command, result.output)
