@@ -173,3 +173,27 @@ def test_consolidation_writes_every_kind_of_statement_without_its_filler(service
     }
     kept = session(service, "s1", *said)
     assert {(a["kind"], a["content"]) for a in kept["added"]} == {v for v in said.values() if v}
+
+
+def test_a_newer_value_for_what_the_question_asks_is_shown_above_the_older(service):
+    """An update said with no cue ("I've got 52 sources in my Zotero library") supersedes nothing,
+    but among what prefetch shows for a question about it, it stands above the older value."""
+    session(service, "s1", "My Zotero library has 45 sources, my Zotero library sources are tagged by theme "
+                           "and date in the Zotero library.")
+    service.clock.now += 10 * DAY
+    session(service, "s2", "I've got 52 sources in my Zotero library.",
+            "My photo album has 300 photos from the trip.")
+    question = "How many sources are in my Zotero library?"
+    graph = service.soul.graph()
+    turns_by_text = {n.content.removeprefix("User: "): n for n in graph.nodes.values() if n.kind == "episodic_event"}
+    older = turns_by_text[next(t for t in turns_by_text if "45 sources" in t)]
+    newer = turns_by_text[next(t for t in turns_by_text if "52 sources" in t)]
+    photos = turns_by_text[next(t for t in turns_by_text if "photos" in t)]
+    # On its own, the older turn ranks first (it says the question's words more often) ...
+    assert updates.newer_first(question, [older, photos, newer]) == [newer, older, photos]
+    # ... a value of another slot, or a question that names no slot, moves nothing.
+    assert updates.newer_first("what about my photo album?", [older, newer]) == [older, newer]
+    assert updates.newer_first("hello", [older, newer]) == [older, newer]
+    shown = service.recall(query=question)["text"].splitlines()
+    at = lambda words: next(i for i, line in enumerate(shown) if words in line)  # noqa: E731
+    assert at("52 sources") < at("45 sources") and "since updated" not in "\n".join(shown)

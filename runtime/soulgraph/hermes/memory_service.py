@@ -51,7 +51,7 @@ from typing import Any, Callable, TextIO
 from soulgraph import __version__
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes import consolidate as consolidation, turns
-from soulgraph.memory import flagged, lifecycle, ranking, record, scopes, snapshot, upkeep
+from soulgraph.memory import flagged, lifecycle, ranking, record, scopes, snapshot, updates, upkeep
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 from soulgraph.store.vectors import VectorStore, vectors_path
@@ -327,8 +327,8 @@ class MemoryService:
                                                 for c in shown & graph.children[h.node.id]))]
         hits = hits[: int(limit)]
         lines, ids, used = [], [], 0
-        for hit in hits:
-            node = hit.node
+        # A newer value for what the question asks stands above an older one (memory/updates.py).
+        for node in updates.newer_first(query, [h.node for h in hits]):
             day = time.strftime("%Y-%m-%d", time.gmtime(node.created_at))
             body = " ".join(node.content.split())
             line = f"- [{day}, {node.kind}{_since_updated(graph, node)}] {body}"

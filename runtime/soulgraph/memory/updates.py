@@ -23,6 +23,7 @@ changed, and by which memory), which recall shows beside it.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -296,3 +297,54 @@ def _rare(graph: SoulGraph, word: str) -> bool:
     """A word in under a fifth of the graph's memories, or in a few (it tells one slot from another)."""
     held = len(graph.index.posting(word))
     return held <= 3 or held * 5 < len(graph.nodes)
+
+
+# -- read time: the newer of two values the question asks about, first ---------------------------
+#
+# A later statement of a value often carries no cue ("I've allocated $4,000 for the filing
+# fees" after "$3,500 for the filing fees") and, written alone, cannot be told from a second,
+# different quantity, so nothing is superseded for it. At read time the question names the slot:
+# among the memories recall shows, one whose value for the question's slot differs from an older
+# shown memory's is moved up above it. Nothing is marked or hidden; only the order changes.
+
+MIN_ABOUT = 2  # the question's words both values' slots must share
+
+
+def question_words(question: str) -> frozenset[str]:
+    """The words of a question that can name a slot (stemmed, no common or verb-like words)."""
+    return frozenset(stem(w) for w in _WORD.findall(question.lower()) if _content(w) and not _VERB.match(w))
+
+
+# A value needs a digit, a currency sign or a month: most turns have none, and skip the rules.
+_MAYBE_VALUE = re.compile(r"[\d$€£]|\b(?:" + _MONTHS + r")", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def _held_values(content: str) -> tuple[Value, ...]:
+    """A memory's values, kept for the memories recall shows again and again (a prefetch a turn)."""
+    return tuple(values(content)) if _MAYBE_VALUE.search(content) else ()
+
+
+def _asked_values(node: Node, asked: frozenset[str]) -> list[Value]:
+    return [v for v in _held_values(node.content) if len(v.slot & asked) >= MIN_ABOUT]
+
+
+def newer_first(question: str, nodes: list[Node]) -> list[Node]:
+    """`nodes` in rank order, except that a memory holding a newer value for what the question
+    asks (the same kind of value, both slots sharing `MIN_ABOUT` of its words) than a
+    higher-ranked older memory is moved up right above it."""
+    asked = question_words(question)
+    if len(asked) < MIN_ABOUT or len(nodes) < 2:
+        return nodes
+    held = {node.id: _asked_values(node, asked) for node in nodes}
+    order = list(nodes)
+    for node in nodes:
+        for value in held[node.id]:
+            older = [o for o in order[:order.index(node)] if o.created_at < node.created_at and any(
+                v.type == value.type and v.unit == value.unit and v.target == value.target and v.norm != value.norm
+                and len(v.slot & value.slot & asked) >= MIN_ABOUT for v in held[o.id])]
+            if older:
+                order.remove(node)
+                order.insert(order.index(older[0]), node)
+                break
+    return order
