@@ -155,6 +155,22 @@ def test_prefetch_boosts_memories_about_the_turn_entities():
     assert entities.boost(graph, hits, []) == hits
 
 
+def test_prefetch_lifts_what_is_held_of_a_rare_entity_of_the_turn_not_of_one_named_everywhere(service):
+    """The people who do the talking are named in most turns ("Caroline: …"): boosting them would
+    favour whatever mentions them; a name the turn brings up that few memories hold is lifted."""
+    for i in range(12):
+        ok(service, "sync_turn", user=f"Caroline told me about her week, part {i}, and the garden plans.",
+           assistant="Noted.", session_id="s1")
+    priya = ok(service, "sync_turn", user="My neighbour Priya grows tomatoes and basil.",
+               assistant="Lovely.", session_id="s2")["id"]
+    graph = service.soul.graph()
+    question = "What does Caroline think of Priya and the garden plans?"
+    # Caroline is in 12 of 13 memories: no query tag (without the rule she would be one)
+    assert entities.query_tags(graph, question) == ["entity:priya"]
+    shown = service.recall(query=question, limit=3)
+    assert shown["ids"][0] == priya, shown["text"]
+
+
 # ------------------------------------------------------------------ soul_query(about=...)
 def test_soul_query_about_through_the_mcp_client(tmp_path):
     soul_file = tmp_path / "soul.json"

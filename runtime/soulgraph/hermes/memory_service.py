@@ -51,7 +51,7 @@ from typing import Any, Callable, TextIO
 from soulgraph import __version__
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes import consolidate as consolidation, turns
-from soulgraph.memory import flagged, lifecycle, ranking, record, scopes, snapshot, updates, upkeep
+from soulgraph.memory import entities, flagged, lifecycle, ranking, record, scopes, snapshot, updates, upkeep
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 from soulgraph.store.vectors import VectorStore, vectors_path
@@ -317,7 +317,12 @@ class MemoryService:
         # again one by one: none reaches the prompt.
         exclude = flagged.excluded(graph, scopes.Reader(scope).hidden_ids(graph), version=self.soul.seq)
         now = graph.clock()
-        hits = [h for h in ranking.related(graph, query, depth, vectors=self.vectors, exclude=exclude)
+        found = ranking.related(graph, query, depth, vectors=self.vectors, exclude=exclude)
+        # The named things the turn is about (not the ones named everywhere) lift what is held of them.
+        tags = entities.query_tags(graph, query, scope)
+        if tags:
+            found = entities.boost(graph, found, tags, scope=scope, exclude=exclude, extra=0)
+        hits = [h for h in found
                 if h.node.id not in skip and h.node.privacy == "normal" and h.node.source != "hermes:session"
                 and not record.flagged(h.node.metadata) and _valid_now(h.node, now)]
         # A turn is not shown beside a memory consolidation drew from it: that memory says it.

@@ -387,14 +387,21 @@ def where_about(tags: Iterable[str], also: Callable[[Node], bool] | None = None)
     return lambda node: not wanted.isdisjoint(node.tags) and also(node)
 
 
+COMMON_SHARE = 0.01  # an entity tagged on more than this share of the memories (and on more than 3) tells none apart
+
+
 def query_tags(graph: SoulGraph, text: str, scope: str = record.DEFAULT_SCOPE,
                speakers: Iterable[str] = ()) -> list[str]:
     """The entity tags a coming turn's text names that a reader of `scope` already has
-    memories about (for prefetch: `boost`). Costs one recognition and one tag lookup per name."""
+    memories about (for prefetch: `boost`), but not the common ones: the people who do the
+    talking are named in most of what is held ("what did Caroline say about …?" in a chat
+    between Caroline and Melanie), and, as a word in every memory, boosting them would only
+    favour whatever mentions them. Costs one recognition and one tag lookup per name."""
     known = Known(graph, scope)
+    common = max(3, COMMON_SHARE * len(graph.nodes))
     out = []
     for entity in recognise(text, speakers, known):
-        if entity.key in known:
+        if entity.key in known and len(graph.tags.get(TAG_PREFIX + entity.key, ())) <= common:
             out.append(TAG_PREFIX + entity.key)
     return out
 
