@@ -332,10 +332,10 @@ def main(argv: list[str] | None = None) -> int:
     for n in [int(s) for s in args.sizes.split(",")]:
         timings += bench_size(n, tools, sha, archive, args.forks, args.logs, args.repeat)
     print()
-    print(f"machine: {machine_line()}")
+    print(f"machine: {machine_line(ansible='ansible' in tools)}")
     print(table(timings))
     if args.json:
-        args.json.write_text(json.dumps({"sha": sha, "machine": machine_line(),
+        args.json.write_text(json.dumps({"sha": sha, "machine": machine_line(ansible="ansible" in tools),
                                          "timings": [asdict(t) for t in timings]}, indent=2))
     return 0 if all(t.rc == 0 for t in timings) else 1
 
