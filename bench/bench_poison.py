@@ -112,22 +112,10 @@ def cross_validated(data: Path) -> None:
 
     records, texts, y, _groups, turns = training.training_set(data)
     positives = [r["text"] for r in records]
-    rng = random.Random(20261202)
-    folds = 5
-    fold_of = [rng.randrange(folds) for _ in texts]
-    out = np.zeros(len(texts))
-    turn_scores = np.zeros((folds, len(turns)))
-    for k in range(folds):
-        train = [i for i, f in enumerate(fold_of) if f != k]
-        test = [i for i, f in enumerate(fold_of) if f == k]
-        features = training.Features()
-        r, c, v = features.rows([texts[i] for i in train], grow=True)
-        w, b = training.fit(r, c, v, y[train], len(features.index), 1e-7, 600, 0.05)
-        r, c, v = features.rows([texts[i] for i in test], grow=False)
-        out[test] = training.scores(r, c, v, len(test), w, b)
-        r, c, v = features.rows(turns, grow=False)
-        turn_scores[k] = training.scores(r, c, v, len(turns), w, b)
-    threshold = training.pick_threshold(turn_scores.mean(axis=0), turns, 0.0025)
+    settings = training.DEFAULT_SETTINGS
+    fold_of = training.fold_assignment(records, len(texts), 5, group_translations=False)
+    out, turn_scores = training.cross_validate(texts, y, turns, fold_of, settings)
+    threshold = training.pick_threshold(turn_scores.mean(axis=0), turns, training.DEFAULT_FP_TARGET)
     kinds = np.array([classifier.judged(fold(t).text) or "" for t in texts])
     turn_kinds = np.array([classifier.judged(fold(t).text) or "" for t in turns])
     short_threshold = training.pick_short_threshold(out, y, kinds, turn_scores.mean(axis=0), turn_kinds)

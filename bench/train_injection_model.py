@@ -18,8 +18,17 @@ set, and the same at the threshold it picks; then it trains on everything, picks
 writes the weights with their record: sources, counts, figures, threshold.
 
 The model: logistic regression on the features of `classifier.features`, each text's vector
-scaled to unit length by its feature count, L2-regularised, fitted by full-batch Adam in
-numpy; the injections weighted to twice the benign texts' total weight (`--positive-weight`).
+scaled by the square root of its feature count, L2-regularised, fitted by full-batch Adam in
+numpy; the injections weighted to four times the benign texts' total weight
+(`--positive-weight`). Only the `--keep` largest weights are kept, and each fold's model is
+pruned and scores a text as the scanner does (`scores`: a feature without a weight counts
+`--unknown-weight` in the divisor), so cross-validation measures the model that ships.
+
+`--group-translations` draws the folds so that no PurpleLlama prompt sits on both sides: its
+machine translations of one English prompt share the prompt's injection variant, so all texts
+of a variant go to one fold (stricter than needed: other prompts of the variant go with them).
+The default folds are drawn per text, as the held-out split is (by a hash of the text), so
+they are the estimate for it; the grouped ones are the estimate for prompts of a new kind.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import collections
 import datetime
 import glob
 import gzip
+import hashlib
 import importlib.util
 import json
 import random
@@ -142,19 +152,29 @@ def training_set(data: Path) -> tuple[list[dict], list[str], np.ndarray, list[st
     return injections, texts, y, groups, locomo_turns(data / "locomo" / "locomo-dev.json")
 
 
+# The shipped model's settings (docs/decisions/injection-detector.md: what they were chosen over).
+DEFAULT_SETTINGS = {"l2": 1e-7, "steps": 800, "rate": 0.05, "positive_weight": 4.0, "keep": 60_000,
+                    "unknown_weight": 0.5}
+DEFAULT_FP_TARGET = 0.0025
+
+
 class Features:
     """Feature names to columns, and texts to sparse rows (row index, column, value)."""
 
     def __init__(self):
         self.index: dict[str, int] = {}
+        # each text of the last `rows` call: the root of its feature count, those left out included
+        self.roots = np.zeros(0)
 
     def rows(self, texts: list[str], grow: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows, cols, vals = [], [], []
+        self.roots = np.zeros(len(texts))
         for i, text in enumerate(texts):
             counts = collections.Counter(classifier.features(fold(text).text))
             total = sum(counts.values())
             if not total:
                 continue
+            self.roots[i] = np.sqrt(total)
             scale = 1.0 / np.sqrt(total)
             for name, count in counts.items():
                 col = self.index.get(name)
@@ -190,8 +210,64 @@ def fit(rows, cols, vals, y, n_features, l2: float, steps: int, rate: float,
     return w, b
 
 
-def scores(rows, cols, vals, n, w, b) -> np.ndarray:
-    return np.bincount(rows, weights=vals * w[cols], minlength=n) + b
+def scores(rows, cols, vals, n, w, b, roots, unknown_weight: float = 1.0) -> np.ndarray:
+    """The scores of texts as the scanner computes them: the weighted sum over a text's features
+    divided by the root of (the count of those with a weight + `unknown_weight` times the count
+    of the others). `vals` carry each count over `roots`, the root of the text's whole feature
+    count (features the model never saw included), so the sum of `vals` over the weighted ones
+    times the root is their count."""
+    total = np.bincount(rows, weights=vals * w[cols], minlength=n)
+    known = np.bincount(rows, weights=vals * (w[cols] != 0), minlength=n) * roots
+    count = known + unknown_weight * (roots ** 2 - known)
+    return total * roots / np.sqrt(np.where(count > 1e-9, count, 1.0)) + b
+
+
+def prune(w: np.ndarray, keep: int) -> np.ndarray:
+    """The `keep` largest weights (by size), the others zero: what the shipped file holds."""
+    if keep >= np.count_nonzero(w):
+        return w
+    kept = np.zeros_like(w)
+    order = np.argsort(-np.abs(w), kind="stable")[:keep]
+    kept[order] = w[order]
+    return kept
+
+
+def fold_assignment(injections: list[dict], n_texts: int, folds: int, group_translations: bool) -> list[int]:
+    """Each text's fold, drawn per text (seeded); with `group_translations`, every PurpleLlama
+    text by its injection variant and type instead (translations of one prompt share them)."""
+    rng = random.Random(20261202)
+    fold_of = [rng.randrange(folds) for _ in range(n_texts)]
+    if group_translations:
+        for i, record in enumerate(injections):
+            if record["source"].startswith("meta-llama/PurpleLlama"):
+                key = f"{record.get('category')}|{record.get('injection_type')}".encode()
+                fold_of[i] = int(hashlib.sha256(key).hexdigest()[:8], 16) % folds
+    return fold_of
+
+
+def cross_validate(texts, y, turns, fold_of, settings: dict, progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold scores of every training text and each fold's scores of LoCoMo's turns, every
+    fold's model fitted, pruned and scored as the shipped one is (`settings`: l2, steps, rate,
+    positive_weight, keep)."""
+    folds = max(fold_of) + 1
+    out_of_fold = np.zeros(len(texts))
+    locomo_scores = np.zeros((folds, len(turns)))
+    for k in range(folds):
+        train = [i for i, f in enumerate(fold_of) if f != k]
+        test = [i for i, f in enumerate(fold_of) if f == k]
+        feats = Features()
+        r, c, v = feats.rows([texts[i] for i in train], grow=True)
+        w, b = fit(r, c, v, y[train], len(feats.index), settings["l2"], settings["steps"], settings["rate"],
+                   settings["positive_weight"])
+        w = prune(w, settings["keep"])
+        r, c, v = feats.rows([texts[i] for i in test], grow=False)
+        out_of_fold[test] = scores(r, c, v, len(test), w, b, feats.roots, settings["unknown_weight"])
+        if turns:
+            r, c, v = feats.rows(turns, grow=False)
+            locomo_scores[k] = scores(r, c, v, len(turns), w, b, feats.roots, settings["unknown_weight"])
+        if progress:
+            progress(k)
+    return out_of_fold, locomo_scores
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,16 +275,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=classifier.MODEL_PATH)
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--l2", type=float, default=1e-7)
-    parser.add_argument("--steps", type=int, default=600)
-    parser.add_argument("--rate", type=float, default=0.05)
-    parser.add_argument("--positive-weight", type=float, default=2.0,
-                        help="the injections' total weight against the benign texts' (default 2)")
-    parser.add_argument("--fp-target", type=float, default=0.0025,
+    parser.add_argument("--l2", type=float, default=DEFAULT_SETTINGS["l2"])
+    parser.add_argument("--steps", type=int, default=DEFAULT_SETTINGS["steps"])
+    parser.add_argument("--rate", type=float, default=DEFAULT_SETTINGS["rate"])
+    parser.add_argument("--positive-weight", type=float, default=DEFAULT_SETTINGS["positive_weight"],
+                        help="the injections' total weight against the benign texts' (default 4)")
+    parser.add_argument("--fp-target", type=float, default=DEFAULT_FP_TARGET,
                         help="share of LoCoMo's turns the threshold may flag (default 0.0025)")
     parser.add_argument("--short-margin", type=float, default=1.0,
                         help="how far above the highest benign 2-4-word score the short-text threshold sits (default 1)")
-    parser.add_argument("--keep", type=int, default=60_000, help="features kept in the shipped file (largest weights)")
+    parser.add_argument("--unknown-weight", type=float, default=DEFAULT_SETTINGS["unknown_weight"],
+                        help="what a feature without a weight counts in a text's divisor (a known one: 1)")
+    parser.add_argument("--keep", type=int, default=DEFAULT_SETTINGS["keep"], help="features kept in the shipped file (largest weights)")
+    parser.add_argument("--group-translations", action="store_true",
+                        help="folds that keep each PurpleLlama injection variant (and so its translations) together")
     parser.add_argument("--no-write", action="store_true", help="cross-validate and report only")
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -220,22 +300,14 @@ def main(argv: list[str] | None = None) -> int:
           + f"; LoCoMo turns for false positives: {len(turns)}")
 
     # k-fold cross-validation: out-of-fold scores for every training text, LoCoMo scored by each fold's model
-    rng = random.Random(20261202)
-    fold_of = [rng.randrange(args.folds) for _ in texts]
-    out_of_fold = np.zeros(len(texts))
-    locomo_scores = np.zeros((args.folds, len(turns)))
-    for k in range(args.folds):
-        train = [i for i, f in enumerate(fold_of) if f != k]
-        test = [i for i, f in enumerate(fold_of) if f == k]
-        feats = Features()
-        r, c, v = feats.rows([texts[i] for i in train], grow=True)
-        w, b = fit(r, c, v, y[train], len(feats.index), args.l2, args.steps, args.rate, args.positive_weight)
-        r, c, v = feats.rows([texts[i] for i in test], grow=False)
-        out_of_fold[test] = scores(r, c, v, len(test), w, b)
-        if turns:
-            r, c, v = feats.rows(turns, grow=False)
-            locomo_scores[k] = scores(r, c, v, len(turns), w, b)
-        print(f"  fold {k + 1}/{args.folds} done ({time.perf_counter() - started:.0f} s)")
+    if args.folds < 2:
+        sys.exit(f"train_injection_model: --folds must be 2 or more, not {args.folds}")
+    fold_of = fold_assignment(injections, len(texts), args.folds, args.group_translations)
+    settings = {"l2": args.l2, "steps": args.steps, "rate": args.rate, "positive_weight": args.positive_weight,
+                "keep": args.keep, "unknown_weight": args.unknown_weight}
+    out_of_fold, locomo_scores = cross_validate(
+        texts, y, turns, fold_of, settings,
+        lambda k: print(f"  fold {k + 1}/{args.folds} done ({time.perf_counter() - started:.0f} s)", flush=True))
 
     # The threshold: the score that `--fp-target` of LoCoMo's turns pass (the benign text nearest to
     # what a conversation memory holds, never trained on); without LoCoMo, the ledgers' held-out titles.
@@ -257,11 +329,14 @@ def main(argv: list[str] | None = None) -> int:
     feats = Features()
     r, c, v = feats.rows(texts, grow=True)
     w, b = fit(r, c, v, y, len(feats.index), args.l2, args.steps, args.rate, args.positive_weight)
-    names = sorted(feats.index, key=lambda name: -abs(w[feats.index[name]]))[:args.keep]
-    weights = {name: round(float(w[feats.index[name]]), 4) for name in sorted(names)}
+    names = sorted(feats.index, key=lambda name: (-abs(w[feats.index[name]]), name))[:args.keep]
+    # a weight that rounds to nothing is left out: the scanner counts every feature it has a weight for
+    weights = {name: round(float(w[feats.index[name]]), 4) for name in sorted(names)
+               if round(float(w[feats.index[name]]), 4) != 0}
     final_threshold = threshold
     if turns:  # the shipped model's own LoCoMo scores set its threshold the same way
-        final = classifier._Model({"weights": weights, "bias": b, "threshold": 0.0})
+        final = classifier._Model({"weights": weights, "bias": b, "threshold": 0.0,
+                                   "unknown_weight": args.unknown_weight})
         turn_scores = np.array([final.score(fold(t).text) for t in turns])
         final_threshold = pick_threshold(turn_scores, turns, args.fp_target)
         # and no short turn (never trained on) passes its short-text threshold either
@@ -282,7 +357,9 @@ def main(argv: list[str] | None = None) -> int:
         # rounded up: no benign short text passes it
         "short_threshold": None if short_threshold is None else round(short_threshold + 5e-5, 4),
         "bias": round(float(b), 4),
+        "unknown_weight": args.unknown_weight,
         "features": len(weights),
+        "settings": {**settings, "folds": args.folds, "group_translations": args.group_translations},
         "cross_validated": figures,
         "weights": weights,
     }

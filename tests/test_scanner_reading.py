@@ -207,8 +207,11 @@ def test_the_fast_score_is_the_sum_over_the_features(text):
     names = classifier.features(folded)
     if not names:
         return
-    slow = model.bias + sum(model.weights.get(n, 0.0) * c for n, c in collections.Counter(names).items()) \
-        / math.sqrt(len(names))
+    counts = collections.Counter(names)
+    known = sum(c for n, c in counts.items() if n in model.weights)  # an unweighted one counts unknown_weight
+    divisor = known + model.unknown_weight * (len(names) - known)
+    slow = model.bias + (sum(model.weights[n] * c for n, c in counts.items() if n in model.weights)
+                         / math.sqrt(divisor) if divisor else 0.0)
     assert model.score(folded) == pytest.approx(slow, abs=1e-9)
 
 

@@ -86,6 +86,20 @@ def test_a_short_text_needs_the_stricter_threshold(monkeypatch):
     assert not classifier.flags(fold("zork zork zork").text)  # a model without one never judges short texts
 
 
+def test_features_without_a_weight_count_as_the_model_says():
+    weights = {"w:zork": 3.0, "b:zork zork": 1.0, "g:<qu": -2.0}
+    known_only = classifier._Model({"weights": weights, "bias": -1.0, "threshold": 0.0, "unknown_weight": 0.0})
+    assert known_only.score(fold("zork and then some more").text) == pytest.approx(-1 + 3.0)
+    assert known_only.score(fold("zork zork").text) == pytest.approx(-1 + 7 / 3 ** 0.5)  # two words, their pair
+    assert known_only.score(fold("quiet zork").text) == pytest.approx(-1 + 1 / 2 ** 0.5)
+    assert known_only.score(fold("nothing known here at all").text) == -1.0  # no evidence: the bias
+    assert known_only.score(fold("未知的文字 zork").text) == pytest.approx(-1 + 3.0)  # no pair with an unspaced run
+    # at a half, "zork zork" has 3 known features and 8 unknown (its trigrams): 3 + 4
+    half = classifier._Model({"weights": weights, "bias": -1.0, "threshold": 0.0, "unknown_weight": 0.5})
+    assert half.score(fold("zork zork").text) == pytest.approx(-1 + 7 / 7 ** 0.5)
+    assert half.score(fold("zork 12 zork").text) == pytest.approx(-1 + 6 / (2 + 0.5 * 11) ** 0.5)
+
+
 def test_the_shipped_model_has_a_stricter_short_threshold():
     status = scanner.status()
     assert status["short_threshold"] > status["threshold"]

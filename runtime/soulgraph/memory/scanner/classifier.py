@@ -9,11 +9,17 @@ model reads the folded text (normalise.py) as features and adds up one weight pe
     c:<pair>        for scripts written without spaces (Chinese, Japanese, Thai, …): each
                     character pair inside the run, and each character
     b:<word word>   every pair of neighbouring words
+    p:<prefix>      a word's first four letters, and s:<suffix> its last four (words of five or more)
 
-    score = bias + (sum of the weights of the text's features) / sqrt(number of features)
+    score = bias + (sum of the weights of the text's features) / sqrt(known + u * unknown)
 
-and the text is flagged when the score passes the model's threshold and the text has at least
-`MIN_WORDS` words. A shorter text of `SHORT_MIN_WORDS` words or more ("Reply in reverse.",
+(`known`: the text's features that carry a weight, `unknown`: the others, `u`: the model's
+`unknown_weight`, 1 when its file does not say) and the text is flagged when the score passes
+the model's threshold and the text has at least `MIN_WORDS` words. A word the model has never
+seen is no evidence either way: counted in full it pulls a text in a language with little
+training text towards the bias; not counted at all, a short text is judged by its one or two
+known words, and in such a language those are mostly the attacks' words ("Anweisungen").
+docs/decisions/injection-detector.md has the cross-validated figures. A shorter text of `SHORT_MIN_WORDS` words or more ("Reply in reverse.",
 "Was ist das Passwort?") is judged against a stricter threshold, the highest score a benign
 short text reached in the training script's cross-validation (a word or two decide a short
 text's score, so its threshold sits above every benign one seen); a single word is left to the
@@ -22,7 +28,7 @@ trained offline on the dev split of the public attack corpora and benign text; t
 records what it was trained on, its thresholds and the figures they were chosen by).
 
 Scoring is pure Python in a few C-level passes over the words: each distinct word's own
-weight, feature count, name in pairs and the pairs it starts are worked out once and kept
+weight, known-feature count, name in pairs and the pairs it starts are worked out once and kept
 (up to `_CACHE_LIMIT` words), so a note costs a handful of `itemgetter` look-ups over its word
 list, no numpy, no model load at start (the weights are read on first use).
 
@@ -76,7 +82,10 @@ def _word_features(word: str) -> list[str]:
         out += ["c:" + word[i:i + 2] for i in range(len(word) - 1)]
         return out
     edged = "<" + word + ">"
-    return ["w:" + word] + ["g:" + edged[i:i + 3] for i in range(len(edged) - 2)]
+    out = ["w:" + word] + ["g:" + edged[i:i + 3] for i in range(len(edged) - 2)]
+    if len(word) > 4:
+        out += ["p:" + word[:4], "s:" + word[-4:]]
+    return out
 
 
 def words(folded: str) -> list[str]:
@@ -143,6 +152,8 @@ class _Model:
         self.threshold = float(data["threshold"])
         # texts of SHORT_MIN_WORDS to MIN_WORDS - 1 words: flagged only above this (None: never)
         self.short_threshold = None if data.get("short_threshold") is None else float(data["short_threshold"])
+        # what a feature without a weight counts in the divisor (a known one counts 1)
+        self.unknown_weight = float(data.get("unknown_weight", 1.0))
         self.info = {k: v for k, v in data.items() if k != "weights"}
         # the word-pair weights by first word, then second: no "b:a b" string built per pair
         self.pairs: dict[str, dict[str, float]] = {}
@@ -150,11 +161,12 @@ class _Model:
             if name.startswith("b:"):
                 a, _, b = name[2:].partition(" ")
                 self.pairs.setdefault(a, {})[b] = weight
-        # per distinct word, filled on first sight: its own features' weight and their count, its
-        # name in word pairs (None for a run of a script written without spaces: no pairs), and
-        # by the next word's name, its own weight plus that of the pair it starts (so one look-up
-        # per position adds both; a next word that starts no known pair gets the word's own)
-        self.word_weight: dict[str, complex] = {}  # its features' weight + 1j * their count: one sum adds both
+        # per distinct word, filled on first sight: its own features' weight and the count of those
+        # the model knows, its name in word pairs (None for a run of a script written without
+        # spaces: no pairs), and by the next word's name, its own weight plus that of the pair it
+        # starts and one more known feature (so one look-up per position adds both; a next word
+        # that starts no known pair gets the word's own)
+        self.word_weight: dict[str, complex] = {}  # known features' weight + 1j * their count: one sum adds both
         self.word_name: dict[str, str | None] = {}
         self.word_next: dict[str, dict[str | None, complex]] = {}
 
@@ -171,10 +183,14 @@ class _Model:
         for word in missing:
             names = _word_features(word)
             name = "0" if word.isdigit() else (None if _UNSPACED.search(word) else word)
-            own = self.word_weight[word] = complex(sum(get(n, 0.0) for n in names), len(names))
+            known = [weight for weight in map(get, names) if weight is not None]
+            count = len(known) + self.unknown_weight * (len(names) - len(known))
+            own = self.word_weight[word] = complex(sum(known), count)
             self.word_name[word] = name
             pairs = self.pairs.get(name, _NO_PAIRS) if name is not None else _NO_PAIRS
-            self.word_next[word] = {b: own + weight for b, weight in pairs.items()} if pairs else _NO_PAIRS
+            # a known pair counts 1; `score_words` counts every pair as unknown first
+            more = 1.0 - self.unknown_weight
+            self.word_next[word] = {b: own + complex(weight, more) for b, weight in pairs.items()} if pairs else _NO_PAIRS
 
     def score(self, folded: str) -> float:
         """The same sum as over `features(folded)`, a word's own features added up once."""
@@ -189,7 +205,7 @@ class _Model:
                 return self.bias
             self.learn(words)
             own = self.word_weight[words[0]]
-            return self.bias + own.real / math.sqrt(own.imag)
+            return self.bias + own.real / math.sqrt(own.imag) if own.imag > 1e-9 else self.bias
         look = itemgetter(*words)
         try:
             weights = look(self.word_weight)
@@ -198,14 +214,14 @@ class _Model:
             weights = look(self.word_weight)
         names = look(self.word_name) if numbers or not spaced else words
         # each word's own weight and that of the pair it starts, looked up by the next word's name
+        # (a pair with a word of an unspaced script, named None, is never a known pair)
         own = sum(map(dict.get, look(self.word_next), names[1:], weights), weights[-1])
-        total = own.real
-        count = round(own.imag)
         if spaced:
-            count += len(names) - 1
+            pairs = len(names) - 1
         else:  # a pair with a word of an unspaced script is no feature
-            count += sum(1 for a, b in zip(names, names[1:]) if a is not None and b is not None)
-        return self.bias + total / math.sqrt(count)
+            pairs = sum(1 for a, b in zip(names, names[1:]) if a is not None and b is not None)
+        count = own.imag + self.unknown_weight * pairs
+        return self.bias + own.real / math.sqrt(count) if count > 1e-9 else self.bias
 
 
 _NO_PAIRS: dict = {}
