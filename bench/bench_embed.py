@@ -41,8 +41,8 @@ from pathlib import Path
 from revisions import worktree  # bench/: a temporary checkout of a revision
 from typing import Callable
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The BLAS threads are the product's own: soulgraph.engine.embeddings pins them to one when it is
+# imported (before numpy), as in the server and the memory service.
 
 REPO = Path(__file__).resolve().parent.parent
 # --base runs this script again on another commit's runtime (a worktree), named here.

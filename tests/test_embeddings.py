@@ -571,3 +571,21 @@ def test_the_store_word_counts_come_back_from_the_file(tmp_path):
     assert path.stat().st_mtime_ns == written  # nothing changed: the file is not written again
     assert again.index.total_tokens == first.index.total_tokens > 0
     assert (again.index.token_counts == first.index.token_counts).all()
+
+
+def test_the_runtime_pins_blas_to_one_thread_unless_the_operator_said_otherwise():
+    """Read by the BLAS library when numpy loads: the runtime sets it before that."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    runtime = str(Path(__file__).resolve().parents[1] / "runtime")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import soulgraph.store.vectors, os; "
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('OMP_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code, runtime], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["1", "1"], out.stderr
+    out = subprocess.run([sys.executable, "-c", code, runtime], env={**env, "OPENBLAS_NUM_THREADS": "4"},
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["4", "1"], out.stderr

@@ -22,10 +22,23 @@ import functools
 import importlib.util
 import itertools
 import json
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from soulgraph.engine.wordpiece import WordPiece
+
+# One BLAS thread. A search is one small matrix-vector product: a second thread only adds hand-
+# offs, and OpenBLAS's threads spin on cores the agent and the other hosts' work need (at 10,000
+# memories on two busy cores, a hybrid question took 5.2 ms with them and 2.1 ms without;
+# bench/bench_threads.py measures it). Read by the BLAS library when numpy loads, so set before
+# that, here, where every runtime process that can load numpy comes first; a value the operator
+# set stays.
+BLAS_THREADS = "1"
+if "numpy" not in sys.modules:
+    for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
+        os.environ.setdefault(_name, BLAS_THREADS)
 
 if TYPE_CHECKING:
     import numpy as np
