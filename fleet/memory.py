@@ -52,6 +52,7 @@ BACKUP_SECONDS = 600  # the host's backup of a large soul, while writers hold th
 TRANSFER_SECONDS = 600
 SHORT_SECONDS = 60
 CHECK_SECONDS = 600  # loading a copy on the operator
+STALE_TMP_MINUTES = 60  # a host-side temporary folder older than this is a dropped run's, removed
 MARK = "::soulfleet-backup::"
 
 
@@ -281,9 +282,13 @@ def backup_host(host: Host, *, dest: Path, keep: int, check: bool = False,
         if should_stop():
             result.status, result.message = "interrupted", "stopped by Ctrl-C before it began"
             return result
-        # A private folder of the host's own, beside the runtime (mktemp -d makes it 0700).
+        # A private folder of the host's own, beside the runtime (mktemp -d makes it 0700). One a
+        # run left when its link dropped is removed by the next backup, once older than any run
+        # can last (its deadlines add up to under STALE_TMP_MINUTES).
         tmp_root = f"{where.runtime_dir}/backup-tmp"
         made = conn.run(f"mkdir -p {sh_path(tmp_root)} && chmod 700 {sh_path(tmp_root)} && "
+                        f"{{ find {sh_path(tmp_root)} -mindepth 1 -maxdepth 1 -name 'run.*' -mmin +{STALE_TMP_MINUTES} "
+                        f"-exec rm -rf {{}} + 2>/dev/null || true; }} && "
                         f"mktemp -d {sh_path(tmp_root)}/run.XXXXXXXX", timeout=SHORT_SECONDS)
         if not made.ok:
             return _failed(result, f"cannot make a temporary folder in {tmp_root}: {_tail(made.stderr)}")
@@ -339,7 +344,7 @@ def backup_host(host: Host, *, dest: Path, keep: int, check: bool = False,
             try:
                 conn.run(f"rm -rf {sh_path(remote_tmp)}", timeout=SHORT_SECONDS)
             except (HostConnectionError, CommandTimeout):
-                pass  # left in <runtime_dir>/backup-tmp, private to the host's user
+                pass  # left in <runtime_dir>/backup-tmp, private to the host's user; the next backup removes it
         conn.close()
         result.seconds = time.monotonic() - started
     return result

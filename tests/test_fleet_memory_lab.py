@@ -145,9 +145,15 @@ def test_keep_prunes_the_oldest_and_check_copies_nothing(memory_lab):
     lab, inventory, repo, sha, root = memory_lab
     host, dest = lab.hosts[0], root / "backups"
     first = folders(dest, host)
+    # What a backup whose link dropped left on the host, and one a run in progress would hold.
+    tmp = host.home / ".soulfleet" / "backup-tmp"
+    as_host(host, "mkdir", "-p", str(tmp / "run.dropped"), str(tmp / "run.underway"))
+    as_host(host, "touch", "-d", "2 hours ago", str(tmp / "run.dropped"))
     for _ in range(2):
         code, out = run_fleet("backup", "--yes", "-i", str(inventory), "--dest", str(dest), "--keep", "2", host.name)
         assert code == 0, out
+    assert sorted(p.name for p in tmp.iterdir()) == ["run.underway"]  # the dropped run's folder is gone
+    as_host(host, "rmdir", str(tmp / "run.underway"))
     kept = folders(dest, host)
     assert len(kept) == 2 and first[0] not in kept, kept
     assert f"removed 1 older: {first[0].name}" in out, out
