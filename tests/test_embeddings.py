@@ -21,6 +21,7 @@ from soulgraph.engine.graph import Hit, SoulGraph
 from soulgraph.engine.wordpiece import WordPiece
 from soulgraph.memory import lifecycle, ranking
 from soulgraph.store import SoulFile
+from soulgraph.store import vectors as vectors_module
 from soulgraph.store.vectors import STORE_WEIGHT_A, VectorStore, vectors_path
 from tests.mcp_session import with_server
 
@@ -589,3 +590,10 @@ def test_the_runtime_pins_blas_to_one_thread_unless_the_operator_said_otherwise(
     out = subprocess.run([sys.executable, "-c", code, runtime], env={**env, "OPENBLAS_NUM_THREADS": "4"},
                          capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["4", "1"], out.stderr
+
+
+def test_before_anything_asks_for_the_vectors_the_status_says_why_search_is_lexical(tmp_path):
+    store = VectorStore(vectors_path(tmp_path / "soul.json"))
+    if not store.enabled:
+        pytest.skip(store.status()["reason"])
+    assert store.status() == {"mode": "lexical", "reason": vectors_module.NOT_STARTED}

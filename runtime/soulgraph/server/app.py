@@ -482,6 +482,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
                         tags[tag] = tags.get(tag, 1) - 1
                 summary["tags"] = {tag: count for tag, count in tags.items() if count > 0}
         summary["soul_file"] = str(soul.path)
+        tools.vectors.ready(graph)  # asked what search is: start loading the vectors, if not yet
         summary["search"] = tools.vectors.status()
         summary["scanner"] = scanner_summary()
         summary["scope"] = scope_summary(graph, tools.reader)

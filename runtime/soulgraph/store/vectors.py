@@ -47,6 +47,10 @@ def digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
+NOT_STARTED = "the vectors are not loaded yet: they load in the background from the first soul_prime, soul_summary or question"
+"""What `status()` says before anything asked for the vectors (a server that has answered nothing yet)."""
+
+
 class VectorStore:
     """One graph's vectors: `nearest(text, n)` once `ready()`, lexical fallback before."""
 
@@ -64,7 +68,7 @@ class VectorStore:
         self._building: threading.Thread | None = None
         self._built: tuple[Any, Any, str] | None = None  # (model, index, how), handed over by the builder
         self.state = "lexical"
-        self.reason = "" if enabled else "vectors are switched off (--no-embed)"
+        self.reason = NOT_STARTED if enabled else "vectors are switched off (--no-embed)"
         self.enabled = enabled and embeddings.available()
         if enabled and not self.enabled:
             self.reason = embeddings.unavailable_reason()
