@@ -200,3 +200,16 @@ def test_soul_query_about_through_the_mcp_client(tmp_path):
     assert [r["content"] for r in full_name["results"]] == [contents[1]]
     assert nobody["results"] == []
     assert [r["content"] for r in by_words["results"]] == ["Old note: Oskar fixed the boiler"]
+
+
+def test_a_typed_memory_consolidation_makes_is_linked_to_the_entities_it_names(service):
+    ok(service, "sync_turn", user="I prefer meeting Priya Anand in Lisbon on Fridays.", assistant="Noted.",
+       session_id="s1")
+    made = ok(service, "consolidate", session_id="s1")["added"]
+    assert made, "the preference was not consolidated"
+    graph = service.soul.graph()
+    typed = graph.nodes[made[0]["id"]]
+    assert typed.kind != "episodic_event"
+    assert {"entity:priya-anand", "entity:lisbon"} <= set(typed.tags)
+    assert typed.metadata["entities"]["Priya Anand"] in entities.TYPES
+    assert entities.about(graph, "Priya Anand")[0].id == typed.id  # typed memories first

@@ -25,7 +25,7 @@ from typing import Any
 
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes.turns import session_node, session_turns
-from soulgraph.memory import guard, lifecycle, record, updates
+from soulgraph.memory import entities, guard, lifecycle, record, updates
 from soulgraph.memory.scopes import SHARED
 from soulgraph.memory.write import RefusedMemory, remember
 
@@ -175,9 +175,13 @@ def _promote(graph: SoulGraph, sentence: str, parent: str, source_ref: str, sess
             lifecycle.confirm(graph, existing, writer=WRITER)
             result.confirmed.append((rule.kind, existing))
         return
+    # Linked to the entities it is about, as the turn it came from is (the names the scope knows
+    # count as evidence for one opening the sentence): "what do we know about Priya?" finds it.
+    named = entities.recognise(sentence, (), entities.Known(graph, scope))
     try:
-        written = remember(graph, sentence, [rule.tag], writer=WRITER, parents=[parent], kind=rule.kind,
-                           source=SOURCE, source_ref=source_ref, where="consolidate", scope=scope)
+        written = remember(graph, sentence, [rule.tag, *entities.link_tags(named)], writer=WRITER, parents=[parent],
+                           kind=rule.kind, source=SOURCE, source_ref=source_ref, where="consolidate", scope=scope,
+                           metadata={entities.METADATA_KEY: entities.link_metadata(named)} if named else None)
     except RefusedMemory:
         result.refused += 1
         return
