@@ -13,7 +13,11 @@ the rows' coordinates on the store's own `SHORTLIST_DIMENSIONS` principal direct
 `shortlist`, a third of a row, holding nearly all of what the rows' dot products hold) pick
 `SHORTLIST_FACTOR` times the rows asked for, and those are scored on their full rows. Reading
 every full row, 1.5 kB each, was what a search cost at that size; docs/embeddings.md measures
-what the shortlist misses. The index is pure: store/vectors.py persists it beside the soul file.
+what the shortlist misses. From `CELLS_FROM` rows on (off unless set: it did not pay, see there),
+the fit also splits the rows into about sqrt(rows) cells (k-means on the shortlist coordinates),
+and a search reads only the shortlist rows of the cells whose centres lie nearest the question
+(an inverted file), then goes on as above. The index is pure: store/vectors.py persists it
+beside the soul file (not the cells: they would be fitted again with the directions at a load).
 """
 
 from __future__ import annotations
@@ -50,6 +54,15 @@ SHORTLIST_FROM = 2048  # rows from which a search scores the shortlist: below, t
 SHORTLIST_DIMENSIONS = 128  # principal directions a large index is searched on first
 SHORTLIST_FACTOR = 3  # rows the shortlist picks per row asked for, then scored on their full rows
 SHORTLIST_SAMPLE = 8192  # rows the directions are fitted on, at most (projecting every row still grows with them)
+# Rows from which the shortlist is split into cells; None: never. Off, because it does not pay:
+# on this model's vectors the cells that hold 0.99 of the first 10 and 0.97 of the first 200 are
+# a third of them, and reading them in pieces costs nearly what reading the shortlist whole does
+# (docs/embeddings.md, bench/bench_ivf.py, which turns them on).
+CELLS_FROM: int | None = None
+CELLS_SAMPLE_PER_CELL = 40  # rows per cell the cells' centres are fitted on, at most
+CELLS_ROUNDS = 8  # k-means rounds (the centres settle in a few; more bought no recall)
+CELLS_PROBED_SHARE = 0.35  # share of the cells a search reads, nearest first
+CELLS_CANDIDATES = 8  # ... and more until they hold this many times the rows the shortlist picks
 
 
 def _numpy() -> Any:
@@ -165,6 +178,10 @@ class VectorIndex:
         self.basis: Any = None  # dimensions x SHORTLIST_DIMENSIONS: the principal directions
         self.shortlist: Any = None  # each row's coordinates on them (rows as `matrix`)
         self._fitted_on = 0  # rows when the directions were fitted
+        self.centres: Any = None  # cells x SHORTLIST_DIMENSIONS: the cells' centres, unit (None: no cells)
+        self.cell_of: Any = None  # each row's cell, -1 for a free row (rows as `matrix`)
+        self.cell_rows: list[Any] = []  # each cell's rows, as intp arrays
+        self.cell_coords: list[Any] = []  # ... and their shortlist coordinates, contiguous (read in one pass)
         self.changes = 0  # bumped when a row gets or loses its node: what maps ids to rows starts again
 
     def shortlist_due(self) -> bool:
@@ -186,6 +203,55 @@ class VectorIndex:
         shortlist = np.zeros((self.matrix.shape[0], SHORTLIST_DIMENSIONS), np.float32)
         shortlist[:used] = rows @ basis
         self.basis, self.shortlist, self._fitted_on = basis, shortlist, len(self.row_of)
+        self.fit_cells()
+
+    def fit_cells(self) -> None:
+        """Split the rows into about sqrt(rows) cells by spherical k-means on their shortlist
+        coordinates (a sample fitted, then every row given its nearest centre). Below
+        CELLS_FROM rows, or without a shortlist, there are no cells and a search reads the
+        shortlist whole."""
+        self.centres, self.cell_of, self.cell_rows, self.cell_coords = None, None, [], []
+        if self.shortlist is None or CELLS_FROM is None or len(self.row_of) < CELLS_FROM:
+            return
+        used = len(self.id_of)
+        live = np.flatnonzero(np.fromiter((node is not None for node in self.id_of), bool, used))
+        cells = max(1, int(round(len(live) ** 0.5)))
+        rng = np.random.default_rng(0)  # the same rows give the same cells
+        take = min(len(live), cells * CELLS_SAMPLE_PER_CELL)
+        sample = self.shortlist[np.sort(rng.choice(live, take, replace=False))]
+        centres = _unit(sample[rng.choice(take, cells, replace=False)])
+        for _ in range(CELLS_ROUNDS):
+            nearest = _nearest_centres(sample, centres)
+            sums = np.zeros_like(centres)
+            np.add.at(sums, nearest, sample)
+            filled = np.bincount(nearest, minlength=cells) > 0
+            centres[filled] = _unit(sums[filled])  # an empty cell keeps its centre
+        cell_of = np.full(self.matrix.shape[0], -1, np.intp)
+        for start in range(0, len(live), 8192):  # in chunks: rows x cells scores at once would be large
+            chunk = live[start : start + 8192]
+            cell_of[chunk] = _nearest_centres(self.shortlist[chunk], centres)
+        order = live[np.argsort(cell_of[live], kind="stable")]
+        bounds = np.searchsorted(cell_of[order], np.arange(cells + 1))
+        self.cell_rows = [order[bounds[c] : bounds[c + 1]] for c in range(cells)]
+        self.cell_coords = [self.shortlist[members] for members in self.cell_rows]
+        self.centres, self.cell_of = centres, cell_of
+
+    def _place(self, row: int) -> None:
+        """Put a row in its nearest cell (taking it out of the one it was in)."""
+        cell = int(_nearest_centres(self.shortlist[row : row + 1], self.centres)[0])
+        if int(self.cell_of[row]) >= 0:
+            self._unplace(row)
+        self.cell_rows[cell] = np.append(self.cell_rows[cell], row)
+        self.cell_coords[cell] = np.concatenate([self.cell_coords[cell], self.shortlist[row : row + 1]])
+        self.cell_of[row] = cell
+
+    def _unplace(self, row: int) -> None:
+        old = int(self.cell_of[row])
+        if old >= 0:
+            kept = self.cell_rows[old] != row
+            self.cell_rows[old] = self.cell_rows[old][kept]
+            self.cell_coords[old] = self.cell_coords[old][kept]
+            self.cell_of[row] = -1
 
     def count_tokens(self, node_id: str, ids: Any) -> None:
         """Record the token ids of a node's text (replacing what was recorded for it)."""
@@ -224,12 +290,18 @@ class VectorIndex:
                 self.matrix = _doubled(self.matrix)
                 if self.shortlist is not None:
                     self.shortlist = _doubled(self.shortlist)
+                if self.cell_of is not None:
+                    grown = np.full(self.matrix.shape[0], -1, np.intp)
+                    grown[: len(self.cell_of)] = self.cell_of
+                    self.cell_of = grown
             self.row_of[node_id] = row
             self.id_of[row] = node_id
             self.changes += 1
         self.matrix[row] = vector
         if self.shortlist is not None:
             self.shortlist[row] = self.matrix[row] @ self.basis
+            if self.centres is not None:
+                self._place(row)  # a replaced row may now lie nearer another cell
         self.digest[node_id] = digest
 
     def remove(self, node_id: str) -> None:
@@ -240,6 +312,8 @@ class VectorIndex:
         self.matrix[row] = 0.0
         if self.shortlist is not None:
             self.shortlist[row] = 0.0
+        if self.cell_of is not None:
+            self._unplace(row)
         self.id_of[row] = None
         self.digest.pop(node_id, None)
         self._free.append(row)
@@ -274,7 +348,12 @@ class VectorIndex:
         if skip is not None:
             skip = skip[:used] if len(skip) >= used else np.pad(skip, (0, used - len(skip)))
         wide = SHORTLIST_FACTOR * n
-        if self.shortlist is not None and wide < used:
+        if self.centres is not None and wide < used:
+            rows = self._cell_picks(query @ self.basis, wide, skip)
+            scores = self.matrix[rows] @ query
+            if skip is not None:
+                scores[skip[rows]] = -np.inf
+        elif self.shortlist is not None and wide < used:
             rough = self.shortlist[:used] @ (query @ self.basis)
             if skip is not None:
                 rough[skip] = -np.inf  # never among the picks
@@ -293,8 +372,34 @@ class VectorIndex:
             top = top[scores[top] > -np.inf]
         return rows[top], scores[top]
 
+    def _cell_picks(self, projected: Any, wide: int, skip: Any) -> Any:
+        """The `wide` best rows by shortlist coordinates among the rows of the cells nearest
+        `projected` (the question on the directions): CELLS_PROBED_SHARE of the cells, and
+        more until they hold CELLS_CANDIDATES * wide rows."""
+        order = np.argsort(-(self.centres @ projected))
+        sizes = np.fromiter((len(self.cell_rows[c]) for c in order), np.intp, len(order))
+        enough = int(np.searchsorted(np.cumsum(sizes), CELLS_CANDIDATES * wide)) + 1
+        probed = order[: max(int(np.ceil(CELLS_PROBED_SHARE * len(order))), enough)]
+        candidates = np.concatenate([self.cell_rows[c] for c in probed])
+        rough = np.concatenate([self.cell_coords[c] @ projected for c in probed])  # each cell read in one pass
+        if skip is not None:
+            kept = ~skip[candidates]
+            candidates, rough = candidates[kept], rough[kept]
+        if len(candidates) > wide:
+            candidates = candidates[np.argpartition(rough, len(candidates) - wide)[len(candidates) - wide :]]
+        return np.sort(candidates)
+
     def rows(self) -> list[tuple[str, int]]:
         return sorted(self.row_of.items(), key=lambda pair: pair[1])
+
+
+def _unit(rows: Any) -> Any:
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+
+def _nearest_centres(points: Any, centres: Any) -> Any:
+    """Each point's nearest centre by direction (centres are unit): the largest p.c."""
+    return np.argmax(points @ centres.T, axis=1)
 
 
 def _doubled(matrix: Any) -> Any:
