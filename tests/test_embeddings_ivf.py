@@ -99,6 +99,7 @@ def test_skipped_rows_never_come_back_from_the_cells(cells_on):
     skip = index.rows_of([f"n{number}" for number in range(0, 3000, 2)])
     got = index.nearest_ids(query, 50, skip)
     assert got and all(int(node[1:]) % 2 for node in got)
+    assert index.nearest_ids(query, 50, index.rows_of(list(index.row_of))) == []  # everything skipped
 
 
 def test_small_and_default_indexes_have_no_cells(monkeypatch):

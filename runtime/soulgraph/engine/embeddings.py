@@ -349,10 +349,10 @@ class VectorIndex:
             skip = skip[:used] if len(skip) >= used else np.pad(skip, (0, used - len(skip)))
         wide = SHORTLIST_FACTOR * n
         if self.centres is not None and wide < used:
-            rows = self._cell_picks(query @ self.basis, wide, skip)
+            rows = self._cell_picks(query @ self.basis, wide, skip)  # skipped rows already left out
+            if not len(rows):
+                return rows, np.zeros(0, np.float32)
             scores = self.matrix[rows] @ query
-            if skip is not None:
-                scores[skip[rows]] = -np.inf
         elif self.shortlist is not None and wide < used:
             rough = self.shortlist[:used] @ (query @ self.basis)
             if skip is not None:
