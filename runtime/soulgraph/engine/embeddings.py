@@ -56,12 +56,12 @@ SHORTLIST_FACTOR = 3  # rows the shortlist picks per row asked for, then scored 
 SHORTLIST_SAMPLE = 8192  # rows the directions are fitted on, at most (projecting every row still grows with them)
 # Rows from which the shortlist is split into cells; None: never. Off, because it does not pay:
 # on this model's vectors the cells that hold 0.99 of the first 10 and 0.97 of the first 200 are
-# a third of them, and reading them in pieces costs nearly what reading the shortlist whole does
+# about half of them, and reading them in pieces costs what reading the shortlist whole does
 # (docs/embeddings.md, bench/bench_ivf.py, which turns them on).
 CELLS_FROM: int | None = None
 CELLS_SAMPLE_PER_CELL = 40  # rows per cell the cells' centres are fitted on, at most
 CELLS_ROUNDS = 8  # k-means rounds (the centres settle in a few; more bought no recall)
-CELLS_PROBED_SHARE = 0.35  # share of the cells a search reads, nearest first
+CELLS_PROBED_SHARE = 0.5  # share of the cells a search reads, nearest first (less misses the budget: docs)
 CELLS_CANDIDATES = 8  # ... and more until they hold this many times the rows the shortlist picks
 
 
