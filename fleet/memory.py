@@ -340,14 +340,21 @@ def backup_host(host: Host, *, dest: Path, keep: int, check: bool = False,
     except (ValueError, KeyError) as exc:
         _failed(result, f"the host's answer could not be read: {exc}")
     finally:
-        if remote_tmp:
-            try:
-                conn.run(f"rm -rf {sh_path(remote_tmp)}", timeout=SHORT_SECONDS)
-            except (HostConnectionError, CommandTimeout):
-                pass  # left in <runtime_dir>/backup-tmp, private to the host's user; the next backup removes it
+        _remove_remote(conn, remote_tmp)
         conn.close()
         result.seconds = time.monotonic() - started
     return result
+
+
+def _remove_remote(conn: Connection, folder: str | None) -> None:
+    """A run's host-side temporary folder, removed; one left by a lost connection is private to
+    the host's user, and the next backup removes it once it is old (STALE_TMP_MINUTES)."""
+    if not folder:
+        return
+    try:
+        conn.run(f"rm -rf {sh_path(folder)}", timeout=SHORT_SECONDS)
+    except (HostConnectionError, CommandTimeout):
+        pass
 
 
 def _verify_copy(local: Path, data: bytes, host_sha256: str, checked: dict[str, Any]) -> str | None:
@@ -434,11 +441,7 @@ def restore_host(host: Host, backup: Path, *, check: bool = False, hermes: bool 
     except (ValueError, KeyError) as exc:
         _failed(result, f"the host's answer could not be read: {exc}")
     finally:
-        if remote_tmp:
-            try:
-                conn.run(f"rm -rf {sh_path(remote_tmp)}", timeout=SHORT_SECONDS)
-            except (HostConnectionError, CommandTimeout):
-                pass
+        _remove_remote(conn, remote_tmp)
         if lock is not None:
             try:
                 lock.release()

@@ -92,22 +92,23 @@ class VerifyPlugin:
                 self.report.record(host, check, FAIL, _reason(call.excinfo, report))
 
     def pytest_sessionfinish(self, session):
+        self._note_reused("self_check_recorded_at", "mcp_tools", "mcp_tools",
+                          "the MCP self-check recorded by an earlier verification, as the runtime, its interpreter "
+                          "and the soul file are unchanged since (--full runs it again)")
+        self._note_reused("hermes_check_recorded_at", "hermes_client_sees_soul",
+                          "hermes_client_sees_soul, hermes_memory_provider",
+                          "Hermes' own answers recorded by an earlier verification, as the runtime, Hermes' "
+                          "config.yaml, the plugin and the Hermes install are unchanged since (--full runs them again)")
+        self.sessions.close()
+
+    def _note_reused(self, recorded: str, check: str, checks: str, why: str) -> None:
+        """A note naming the hosts where `check` passed on an answer a record kept (`recorded`:
+        the session's attribute saying when it was recorded)."""
         reused = [name for name, s in self.sessions.by_name.items()
-                  if s.self_check_recorded_at and name in self.report.checked("mcp_tools")]
+                  if getattr(s, recorded) and name in self.report.checked(check)]
         if reused:
             shown = ", ".join(reused[:5]) + (f" and {len(reused) - 5} more" if len(reused) > 5 else "")
-            self.report.notes.append(
-                f"mcp_tools: {shown}: the MCP self-check recorded by an earlier verification, as the "
-                "runtime, its interpreter and the soul file are unchanged since (--full runs it again)")
-        hermes_reused = [name for name, s in self.sessions.by_name.items()
-                         if s.hermes_check_recorded_at and name in self.report.checked("hermes_client_sees_soul")]
-        if hermes_reused:
-            shown = ", ".join(hermes_reused[:5]) + (f" and {len(hermes_reused) - 5} more" if len(hermes_reused) > 5 else "")
-            self.report.notes.append(
-                f"hermes_client_sees_soul, hermes_memory_provider: {shown}: Hermes' own answers recorded by an earlier "
-                "verification, as the runtime, Hermes' config.yaml, the plugin and the Hermes install are unchanged "
-                "since (--full runs them again)")
-        self.sessions.close()
+            self.report.notes.append(f"{checks}: {shown}: {why}")
 
 
 def _connection_kind(error: HostConnectionError) -> str:
