@@ -46,7 +46,7 @@ def test_supersede_keeps_history_ends_validity_and_refuses_cycles():
     lifecycle.supersede(graph, "n1", "n2", writer="t")
     old = graph.nodes["n1"]
     assert (old.status, old.superseded_by, old.valid_to) == ("superseded", "n2", graph.clock.now)
-    assert graph.parents["n2"] == {"n1"}
+    assert set(graph.parents["n2"]) == {"n1"}
     with pytest.raises(SoulGraphError, match="already superseded"):
         lifecycle.supersede(graph, "n1", "n3", writer="t")
     with pytest.raises(SoulGraphError, match="cannot supersede itself"):
@@ -62,7 +62,7 @@ def test_merge_keeps_both_sources_and_edges_and_refuses_a_child():
     graph.tag("n3", "drinks")
     lifecycle.merge(graph, "n2", "n3", writer="t")
     assert "n3" not in graph.nodes
-    assert graph.parents["n2"] == {"n1"} and graph.children["n2"] == {"n4"}
+    assert set(graph.parents["n2"]) == {"n1"} and set(graph.children["n2"]) == {"n4"}
     assert "drinks" in graph.nodes["n2"].tags
     assert graph.nodes["n2"].metadata["merged_from"][0]["content"] == "prefers tea"
     with pytest.raises(SoulGraphError, match="built on one another"):
@@ -92,7 +92,7 @@ def test_lifecycle_changes_roll_back_whole():
     lifecycle.forget(graph, "n2", "oops", writer="t")
     graph.rollback()
     assert graph.nodes["n1"].status == "active" and "n2" in graph.nodes
-    assert graph.audit == [] and graph.parents["n2"] == set()
+    assert graph.audit == [] and set(graph.parents["n2"]) == set()
 
 
 SECRETLESS_PRIVATE = "My sister's address is 12 Quay Street"

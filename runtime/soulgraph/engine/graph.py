@@ -24,6 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field, fields
 from typing import AbstractSet, Any, Callable, Container, Iterable, Iterator
 
+from soulgraph.engine import edges
 from soulgraph.engine.bitsets import RecencyTiers, has_slot
 from soulgraph.engine.index import InvertedIndex, words
 from soulgraph.engine.splay import SplayTree
@@ -176,8 +177,9 @@ class SoulGraph:
         # the store and the server (--strength-half-life-days).
         self.strength_half_life = record.STRENGTH_HALF_LIFE
         self.nodes: dict[str, Node] = {}
-        self.parents: dict[str, set[str]] = {}
-        self.children: dict[str, set[str]] = {}
+        # node id -> its parents, and its children (engine/edges.py: a tuple, or a set when many)
+        self.parents: dict[str, edges.Edges] = {}
+        self.children: dict[str, edges.Edges] = {}
         self.tags: dict[str, set[str]] = {}
         self.pinned: set[str] = set()
         self.kinds: dict[str, set[str]] = {}  # memory kind -> node ids (the prompt snapshot's sections)
@@ -330,8 +332,8 @@ class SoulGraph:
             watcher(node.id)
         self.nodes[node.id] = node
         self.dirty.add(node.id)
-        self.parents.setdefault(node.id, set())
-        self.children.setdefault(node.id, set())
+        self.parents.setdefault(node.id, edges.NONE)
+        self.children.setdefault(node.id, edges.NONE)
         for tag in node.tags:
             self.tags.setdefault(tag, set()).add(node.id)
         if node.pinned:
@@ -438,8 +440,8 @@ class SoulGraph:
         if parent == child or self._reaches(child, parent):
             raise CycleError(parent, child)
         self._keep(child)
-        self.children[parent].add(child)
-        self.parents[child].add(parent)
+        self.children[parent] = edges.joined(self.children[parent], child)
+        self.parents[child] = edges.joined(self.parents[child], parent)
         self.generation += 1
         self.dirty.add(child)  # a node's file record carries its parents
 
@@ -877,7 +879,7 @@ class SoulGraph:
                 tags[tag] = tags.get(tag, 0) + 1
         return {
             "nodes": len(seen),
-            "edges": sum(len(self.children[i] & seen) for i in seen),
+            "edges": sum(len(seen.intersection(self.children[i])) for i in seen),
             "pinned": len(self.pinned & seen),
             "tags": dict(sorted(tags.items(), key=lambda t: (-t[1], t[0]))),
             "hypotheses": sum(1 for node in self.branch.values() if where(node)),
@@ -1119,9 +1121,9 @@ class SoulGraph:
             if record is None:
                 if old is not None:
                     for parent in self.parents.pop(node_id, ()):
-                        self.children[parent].discard(node_id)
+                        self.children[parent] = edges.parted(self.children[parent], node_id)
                     for child in self.children.pop(node_id, ()):
-                        self.parents[child].discard(node_id)
+                        self.parents[child] = edges.parted(self.parents[child], node_id)
                         # A node's record carries its parents: the child changed too, and a
                         # snapshot that reused its old line would name a node that is gone.
                         self.dirty.add(child)
@@ -1135,13 +1137,13 @@ class SoulGraph:
         for node_id, record in records:
             if record is None:
                 continue
-            wanted = {str(p) for p in record.get("parents", ())}
+            wanted = edges.packed(str(p) for p in record.get("parents", ()))
             current = self.parents[node_id]
-            for parent in current - wanted:
-                self.children[parent].discard(node_id)
-            for parent in wanted - current:
+            for parent in set(current).difference(wanted):
+                self.children[parent] = edges.parted(self.children[parent], node_id)
+            for parent in set(wanted).difference(current):
                 self.get(parent)
-                self.children[parent].add(node_id)
+                self.children[parent] = edges.joined(self.children[parent], node_id)
             self.parents[node_id] = wanted
             self.generation += 1
         if cooler:

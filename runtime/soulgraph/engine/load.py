@@ -2,8 +2,9 @@
 
 Inserting 100,000 nodes one by one (what loading did) costs seconds: a splay per node,
 a Python loop per word of every text, a set per tag per node. `load_graph` builds the
-same graph (every structure equal to the one-by-one result, down to set iteration
-orders and the splay tree's root) from columns of the records, with the per-node and
+same graph (every structure equal to the one-by-one result, down to the order of each
+node's edges and the splay tree's root; the word index's sets hold the same members, sized
+once) from columns of the records, with the per-node and
 per-word work in C loops (`map`, `zip`, slicing) rather than Python bytecode:
 
 - the records are checked column by column (`_clean_columns`); only a file that fails
@@ -11,7 +12,7 @@ per-word work in C loops (`map`, `zip`, slicing) rather than Python bytecode:
   exactly what is wrong and where;
 - the splay tree is built balanced from the sorted keys (`SplayTree.from_sorted`);
 - the word index is filled by `InvertedIndex.add_many`;
-- tags, pins, parents and children are filled with `map(set.add, ...)`;
+- tags and pins are filled with `map(set.add, ...)`, parents and children as tuples (engine/edges.py);
 - acyclicity is checked by Kahn's algorithm only when some edge points backwards in the
   file's order (one pass of comparisons otherwise: edges that all point forwards in some
   order cannot close a cycle).
@@ -24,15 +25,18 @@ and every collection it would trigger walks all of them again.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import gc
 import math
 import time
+from array import array
 from collections import defaultdict, deque
-from itertools import chain, compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import add, attrgetter, is_not, itemgetter, lt, truediv
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
+from soulgraph.engine import edges
 from soulgraph.engine.graph import DAY, DEFAULT_RECENCY_WEIGHT, MEMORY_DEFAULTS, Clock, Node, SoulGraph
 from soulgraph.engine.index import InvertedIndex
 from soulgraph.engine.splay import SplayTree
@@ -233,7 +237,57 @@ def _memory_columns(records: list[dict[str, Any]]) -> dict[str, list[Any]] | Non
     return columns
 
 
-def _compact(ids: tuple[str, ...]) -> list[str]:
+def _own_values(c: _Columns) -> None:
+    """Replace every value the graph will keep with a new object of its own, allocated after
+    the parse, one after another. Python's allocator gives memory back in whole arenas (1 MB):
+    a single parsed string or float kept from each would hold the whole parse's memory
+    (about 60 MB at 100,000 memories) in use once the records are gone. Texts seen many times
+    (tags, kinds, writers) become one object each, as interning would make them."""
+    c.content = _compact(c.content)
+    c.created_at, c.last_accessed = _new_floats(c.created_at), _new_floats(c.last_accessed)
+    c.access_count = array("q", c.access_count).tolist()
+    tags = list(chain.from_iterable(c.tags))
+    c.tags = _regrouped(list(map(_one_each(tags).__getitem__, tags)), c.tags)
+    parents = list(chain.from_iterable(c.parents))
+    try:
+        own_id = dict(zip(c.id, c.id)).get
+        # A parent that is not a node stays as it is: `_fill` refuses it and names it.
+        c.parents = _regrouped(tuple(map(own_id, parents, parents)), c.parents)  # tuples: as the graph keeps them
+    except TypeError:  # a parent that is not even a string: `_fill` names that too
+        pass
+    c.metadata = [copy.deepcopy(metadata) if metadata else {} for metadata in c.metadata]
+    for name, column in c.memory.items():
+        if str in set(map(type, column)):
+            c.memory[name] = list(map(_one_each(value for value in column if type(value) is str).get, column, column))
+        else:  # numbers (or None, or absent): floats copied bit for bit
+            c.memory[name] = [_new_float(value) if type(value) is float else value for value in column]
+
+
+def _one_each(texts: Iterable[str]) -> dict[str, str]:
+    """Each distinct text -> one new copy of it."""
+    return {text: _new_text(text) for text in set(texts)}
+
+
+def _regrouped(flat: list[Any] | tuple[Any, ...], groups: list[Any]) -> list[Any]:
+    """`flat` cut into pieces (lists, or tuples from a tuple) as long as the `groups` it was
+    chained from."""
+    ends = list(accumulate(map(len, groups)))
+    return list(map(flat.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+
+
+def _new_text(text: str) -> str:
+    return (text + "\0")[:-1]  # a new object: slicing a whole string returns the same one
+
+
+def _new_floats(values: list[float]) -> list[float]:
+    return array("d", values).tolist()
+
+
+def _new_float(value: float) -> float:
+    return array("d", (value,))[0]
+
+
+def _compact(ids: tuple[str, ...] | list[str]) -> list[str]:
     """The same ids as new strings, allocated one after another. JSON parsing leaves each
     id between the record's other values; every posting and edge set hashes its members'
     ids (the hash is cached in the string), so ids packed together make the index build
@@ -279,7 +333,7 @@ def paused_gc() -> Iterator[None]:
 
 
 def load_graph(records: list[Any], *, next_id: object, exploration: object, clock: Clock = time.time,
-               recency_weight: float = DEFAULT_RECENCY_WEIGHT) -> SoulGraph:
+               recency_weight: float = DEFAULT_RECENCY_WEIGHT, consume: bool = False) -> SoulGraph:
     """The graph of a soul file's node records (in file order), its next_id and its
     exploration branch ({"nodes": [records]} or None), as inserting the nodes one by one
     and then their edges would build it, with nothing marked changed.
@@ -287,6 +341,10 @@ def load_graph(records: list[Any], *, next_id: object, exploration: object, cloc
     Raises ValueError saying what is wrong: a bad record (see `parse_node_record`), an id
     twice, a parent that is not a node, a cycle, a bad branch or next_id. The records are
     only read: nodes get their own copies of tags and metadata.
+
+    `consume`: empty `records` once their values are copied out, before the graph is built.
+    The graph then holds none of the parsed file's objects, so the memory the parse took is
+    whole and free again (`_own_values`); a store that parsed the file for this alone passes it.
     """
     if type(records) is not list:
         raise ValueError(f"nodes must be a list, got {_kind(records)}")
@@ -296,6 +354,9 @@ def load_graph(records: list[Any], *, next_id: object, exploration: object, cloc
         graph = SoulGraph(clock=clock, recency_weight=recency_weight)
         if records:
             columns = _clean_columns(records) or _checked_columns(records)
+            if consume:
+                _own_values(columns)
+                records.clear()
             _fill(graph, columns)
         _fill_branch(graph, exploration)
         graph.next_id = next_id
@@ -323,13 +384,15 @@ def _fill(graph: SoulGraph, c: _Columns) -> None:
 
     # Edges: parents as listed; children filled in file order, as one-by-one edges were.
     parent_ids = list(chain.from_iterable(c.parents))
-    children = dict(zip(ids, map(set, repeat((), n))))
+    children_lists = dict(zip(ids, map(list, repeat((), n))))
     try:
-        deque(map(set.add, map(children.__getitem__, parent_ids),
+        deque(map(list.append, map(children_lists.__getitem__, parent_ids),
                   chain.from_iterable(map(repeat, ids, map(len, c.parents)))), maxlen=0)
     except (KeyError, TypeError):  # not a node id, or not even a string
         _raise_bad_parent(ids, c.parents, position)
-    parents = dict(zip(ids, map(set, c.parents)))
+    children = dict(zip(ids, edges.packed_all(list(map(tuple, children_lists.values())))))
+    del children_lists
+    parents = dict(zip(ids, edges.packed_all(c.parents)))
     # Edges that all point forwards in the file's order cannot close a cycle; otherwise look.
     if not all(map(lt, map(position.__getitem__, parent_ids),
                    chain.from_iterable(map(repeat, range(n), map(len, c.parents))))):
@@ -411,7 +474,7 @@ def _raise_bad_parent(ids: list[str], parents: list[list[Any]], position: Mappin
     raise AssertionError("no bad parent found")  # unreachable: the caller met one
 
 
-def _check_acyclic(parents: dict[str, set[str]], children: dict[str, set[str]]) -> None:
+def _check_acyclic(parents: dict[str, edges.Edges], children: dict[str, edges.Edges]) -> None:
     """Kahn's algorithm: every node can be taken in parent-first order iff there is no cycle."""
     indegree = {node_id: len(node_parents) for node_id, node_parents in parents.items()}
     ready = [node_id for node_id, degree in indegree.items() if degree == 0]

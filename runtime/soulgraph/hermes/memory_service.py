@@ -327,9 +327,9 @@ class MemoryService:
                 and not record.flagged(h.node.metadata) and _valid_now(h.node, now)]
         # A turn is not shown beside a memory consolidation drew from it: that memory says it.
         shown = {h.node.id for h in hits}
-        hits = [h for h in hits if not (h.node.kind == "episodic_event" and shown & graph.children.get(h.node.id, set())
+        hits = [h for h in hits if not (h.node.kind == "episodic_event"
                                         and any(graph.nodes[c].source == consolidation.SOURCE
-                                                for c in shown & graph.children[h.node.id]))]
+                                                for c in shown.intersection(graph.children.get(h.node.id, ()))))]
         hits = hits[: int(limit)]
         lines, ids, used = [], [], 0
         # A newer value for what the question asks stands above an older one (memory/updates.py).

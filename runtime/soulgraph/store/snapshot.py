@@ -135,7 +135,7 @@ def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEI
         raise SnapshotError('"audit" must be a list of objects')
     try:
         graph = load_graph(nodes, next_id=data.get("next_id", 1), exploration=data.get("exploration"),
-                           clock=clock, recency_weight=recency_weight)
+                           clock=clock, recency_weight=recency_weight, consume=True)
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotError(f"damaged soul graph ({exc})") from None
     graph.audit = audit
