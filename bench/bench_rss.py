@@ -1,6 +1,6 @@
 """How much resident memory an MCP server keeps after writes, against a baseline revision.
 
-    .venv/bin/python bench/bench_rss.py [--size 100000] [--calls 40] [--base 04df4cc] [--runs 1]
+    .venv/bin/python bench/bench_rss.py [--size 100000] [--calls 40] [--base 04df4cc] [--runs 1] [--embed]
 
 A synthetic soul of `--size` memories (bench/synthetic.py) is served by `python -m soulgraph.mcp
 --no-embed --toolsets graph,memory`, once from this tree and once from `--base` (a temporary git
@@ -10,6 +10,10 @@ VmRSS (/proc/PID/status) is read after the first answer, after the adds and afte
 Two layouts of the same soul: soul.json with its journal (the adds are journal records, each
 forget a whole new snapshot), and soul.json alone (a copy made without its journal, or one an
 older runtime wrote: the first add writes a whole snapshot).
+
+`--embed`: the servers run with their vectors (the runtime as it ships). The vectors file is made
+once beforehand, in this process, and copied beside each soul; a server is measured once its
+soul_summary says "hybrid" (at most VECTORS_DEADLINE seconds) and it has answered a question.
 """
 
 from __future__ import annotations
@@ -34,9 +38,11 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment  # n
 
 import synthetic  # noqa: E402
 from soulgraph.store import SoulFile  # noqa: E402
+from soulgraph.store.vectors import VectorStore, vectors_path  # noqa: E402
 
 LAYOUTS = ("with journal", "soul.json alone")
 PRELOAD_STARTS = 0.3  # seconds: the server starts its background read 50 ms after tools/list
+VECTORS_DEADLINE = 120.0  # seconds a server may take to load its vectors before the bench gives up
 
 
 def rss_mb(pid: int) -> float:
@@ -65,17 +71,33 @@ def server_pid(soul_file: Path) -> int:
     raise RuntimeError(f"no server process for {soul_file}")
 
 
-async def measure(runtime: Path, soul_file: Path, calls: int) -> dict[str, float]:
+async def hybrid_ready(client: Client) -> None:
+    """Wait until the server searches with its vectors, then ask it one question."""
+    deadline = time.monotonic() + VECTORS_DEADLINE
+    while True:
+        summary = (await client.call_tool("soul_summary", {})).structured_content
+        if summary["search"]["mode"] == "hybrid":
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no vectors after {VECTORS_DEADLINE:.0f} s: {summary['search']}")
+        await asyncio.sleep(0.2)
+    result = await client.call_tool("soul_query", {"query": "w1 w2 w3 about w17"})
+    assert not result.is_error, result.content[0].text
+
+
+async def measure(runtime: Path, soul_file: Path, calls: int, embed: bool = False) -> dict[str, float]:
     """Start a server from `runtime` on `soul_file`; RSS after the first answer, the adds and
     the forgets, and the second forget's round trip."""
-    env = {**get_default_environment(), "PYTHONPATH": str(runtime), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    env = {**get_default_environment(), "PYTHONPATH": str(runtime)}
     params = StdioServerParameters(command=sys.executable, env=env, cwd=str(soul_file.parent),
-                                   args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file), "--no-embed",
-                                         "--toolsets", "graph,memory"])
+                                   args=["-m", "soulgraph.mcp", "--soul-file", str(soul_file),
+                                         *([] if embed else ["--no-embed"]), "--toolsets", "graph,memory"])
     async with Client(params) as client:
         await client.list_tools()
         await asyncio.sleep(PRELOAD_STARTS)  # the read and its word masks, in the background: waited for below
         await client.call_tool("soul_summary", {})
+        if embed:
+            await hybrid_ready(client)
         pid = server_pid(soul_file)
         started = rss_mb(pid)
         added = []
@@ -96,13 +118,22 @@ async def measure(runtime: Path, soul_file: Path, calls: int) -> dict[str, float
             "forget_ms": forget_seconds * 1000}
 
 
-def one_run(runtime: Path, source: Path, layout: str, calls: int) -> dict[str, float]:
+def one_run(runtime: Path, source: Path, layout: str, calls: int, embed: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         soul_file = Path(folder) / "soul.json"
         shutil.copyfile(source, soul_file)
         if layout == "with journal":
             shutil.copyfile(source.with_name(source.name + ".journal"), soul_file.with_name("soul.json.journal"))
-        return asyncio.run(measure(runtime, soul_file, calls))
+        if embed:
+            shutil.copyfile(vectors_path(source), vectors_path(soul_file))
+        return asyncio.run(measure(runtime, soul_file, calls, embed))
+
+
+def make_vectors(soul_file: Path) -> None:
+    """The soul's vectors file, made here once, so no server measured spends its start embedding."""
+    store = VectorStore(vectors_path(soul_file), background=False)
+    if not store.ready(SoulFile(soul_file).graph()):
+        raise SystemExit(f"--embed: no vectors here ({store.status().get('reason', 'unknown')})")
 
 
 def main() -> int:
@@ -113,17 +144,21 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1, help="servers per tree and layout; medians shown (default 1)")
     parser.add_argument("--runtime", type=Path, default=REPO / "runtime",
                         help="the runtime folder measured as 'this tree' (default: runtime/ of this checkout)")
+    parser.add_argument("--embed", action="store_true", help="serve with vectors, as the runtime ships")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder, worktree(args.base) as base_tree:
         source = Path(folder) / "soul.json"
         SoulFile(source).save(synthetic.build(args.size))
+        if args.embed:
+            make_vectors(source)
         trees = {"this tree": args.runtime.resolve(), args.base[:12]: base_tree / "runtime"}
         results: dict[tuple[str, str], list[dict[str, float]]] = {}
         for _ in range(args.runs):
             for layout in LAYOUTS:
                 for name, runtime in trees.items():  # alternating, so drift in the machine hits both
-                    results.setdefault((name, layout), []).append(one_run(runtime, source, layout, args.calls))
-    print(f"{args.size:,} memories, {args.calls} soul_add then 2 hard soul_forget, --no-embed; MB of VmRSS "
+                    results.setdefault((name, layout), []).append(one_run(runtime, source, layout, args.calls, args.embed))
+    print(f"{args.size:,} memories, {args.calls} soul_add then 2 hard soul_forget, "
+          f"{'with vectors' if args.embed else '--no-embed'}; MB of VmRSS "
           f"(median of {args.runs})")
     print(f"{'tree':<12} | {'layout':<15} | {'start MB':>8} | {'+ adds MB':>9} | {'+ forgets MB':>12} | {'2nd forget ms':>13}")
     print(f"{'-' * 12}-|-{'-' * 15}-|-{'-' * 8}-|-{'-' * 9}-|-{'-' * 12}-|-{'-' * 13}")
