@@ -222,6 +222,141 @@ def test_the_vector_store_fits_the_shortlist_at_a_load_and_as_the_store_grows(tm
     assert loaded.ready(graph) and not loaded.index.shortlist_due()  # a load fits it again
 
 
+# ---------------------------------------------------------------- the index's memory (issue 31)
+def test_a_shortlisted_index_keeps_its_rows_as_float16_and_scores_them_as_widened(monkeypatch):
+    """Below SHORTLIST_FROM rows float32 (the whole matrix is multiplied at each search); from
+    there float16, what the file holds, so a row in memory is the row a reload gives; the rows a
+    search scores in full are widened exactly (bit for bit as numpy's own cast)."""
+    monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 256)
+    monkeypatch.setattr(embeddings, "SHORTLIST_DIMENSIONS", 16)
+    rows = _sentence_like_rows(600, 48, seed=5)
+    index = VectorIndex(48)
+    for n, row in enumerate(rows[:255]):
+        index.put(f"m{n:04d}", row)
+    assert index.matrix.dtype == np.float32
+    for n, row in enumerate(rows[255:], 255):
+        index.put(f"m{n:04d}", row)
+    index.fit_shortlist()
+    assert index.matrix.dtype == np.float16 and index.shortlist.dtype == np.float32
+    assert np.array_equal(index.matrix[:600], rows.astype(np.float16))  # as the file rounds them
+    for query in rows[[0, 17, 333]]:
+        found = index.nearest(query, 25)
+        wanted = index.matrix[[index.row_of[i] for i, _ in found]].astype(np.float32) @ query
+        assert np.allclose([score for _, score in found], wanted, rtol=0, atol=1e-6)  # BLAS may sum in another order
+    # The widening itself: signs, zeros, subnormals and the largest values (bit for bit when the
+    # rows are multiplied at once; in pieces of HALF_CHUNK, BLAS may sum in another order).
+    odd = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    odd = odd[np.isfinite(odd)]
+    odd = odd[: len(odd) // 48 * 48].reshape(-1, 48)
+    query = np.random.default_rng(2).standard_normal(48).astype(np.float32) * 1e-3
+    picked = np.arange(0, len(odd), 3)
+    assert np.array_equal(embeddings._half_products(odd, picked, query), odd[picked].astype(np.float32) @ query)
+    monkeypatch.setattr(embeddings, "HALF_CHUNK", 7)
+    assert np.allclose(embeddings._half_products(odd, picked, query), odd[picked].astype(np.float32) @ query,
+                       rtol=1e-5, atol=0)
+    assert np.array_equal(embeddings._widened(odd), odd.astype(np.float32))
+    # A row written now is rounded the same way; a shortlist fitted on the float16 rows is what
+    # fitting on their float32 values gives.
+    index.put("late", rows[3])
+    assert np.array_equal(index.matrix[index.row_of["late"]], rows[3].astype(np.float16))
+    monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 10**6)  # kept float32
+    again = VectorIndex(48)
+    for n, row in enumerate(rows.astype(np.float16).astype(np.float32)):
+        again.put(f"m{n:04d}", row)
+    again.fit_shortlist()
+    assert again.matrix.dtype == np.float32
+    index.remove("late")
+    index.fit_shortlist()
+    assert np.allclose(np.abs(index.basis), np.abs(again.basis), atol=1e-4)
+
+
+def test_a_loaded_index_grows_by_an_eighth_not_by_doubling():
+    """Growth is bounded: 100 rows past a loaded 5,000 make room for an eighth more, not 5,000."""
+    rng = np.random.default_rng(4)
+    rows = rng.standard_normal((5000, 192)).astype(np.float16)
+    ids = [f"m{n}" for n in range(5000)]
+    index = VectorIndex.from_rows(ids, np.arange(1, 5001, dtype=np.uint64), rows, vocabulary=50,
+                                  tokens=np.tile(np.arange(5, dtype=np.int32), 5000), ends=np.arange(5, 25001, 5))
+    assert index.matrix.dtype == np.float16 and index.matrix.shape[0] == 5000 + embeddings.GROWTH_MIN
+    assert index.digest_of("m7") == 8 and index.tokens_of("m7").tolist() == [0, 1, 2, 3, 4]
+    assert index.total_tokens == 25000 and int(index.token_counts[3]) == 5000
+    index.fit_shortlist()
+    for n in range(100):
+        index.put(f"new{n}", rng.standard_normal(192).astype(np.float32), n + 1)
+        index.count_tokens(f"new{n}", [7, 8])
+    assert len(index) == 5100 and index.matrix.shape[0] < 1.25 * 5100
+    assert index.shortlist.shape[0] == index.matrix.shape[0] == len(index.marks) == len(index.token_count)
+    assert index.tokens_of("new99").tolist() == [7, 8] and index.tokens_of("m4999").tolist() == [0, 1, 2, 3, 4]
+    assert len(index.token_ids) < 1.25 * 25200
+    # The rows from the file and the new ones are all found where they were put.
+    assert index.nearest_ids(index.matrix[index.row_of["new50"]].astype(np.float32), 1) == ["new50"]
+    assert index.nearest_ids(rows[1234].astype(np.float32), 1) == ["m1234"]
+    # A view a caller keeps is never pulled from under it: the rows are copied instead.
+    held = index.matrix[:10]
+    for n in range(700):
+        index.put(f"more{n}", rng.standard_normal(192).astype(np.float32))
+    assert np.array_equal(held, rows[:10]) and index.matrix.shape[0] < 1.25 * len(index)
+    assert np.array_equal(index.matrix[:10], rows[:10])
+
+
+def test_token_ids_replaced_and_removed_are_uncounted_and_their_room_taken_back():
+    index = VectorIndex(4, vocabulary=20)
+    for n in range(50):
+        index.put(f"m{n}", np.ones(4, np.float32))
+        index.count_tokens(f"m{n}", [n % 20, 3])
+    for round_ in range(400):  # many rewrites: the buffer must not grow with them
+        node = f"m{round_ % 50}"
+        index.count_tokens(node, [round_ % 20, 4, 5])
+    index.remove("m0")
+    counted = np.zeros(20, np.int64)
+    for node in index.row_of:
+        np.add.at(counted, index.tokens_of(node), 1)
+    assert (counted == index.token_counts).all() and index.total_tokens == int(counted.sum())
+    assert index.tokens_of("m0") is None and not index.has_tokens("m0")
+    assert len(index.token_ids) <= 2 * 150 + embeddings.TOKENS_GROWTH_MIN
+
+
+def test_a_vectors_file_round_trip_gives_the_same_rows_and_the_same_answers(tmp_path, monkeypatch):
+    """A store past SHORTLIST_FROM keeps float16 rows: saved and read back, they are the same
+    rows, so a search answers the same before and after a restart; the file's digests are still
+    the 16-digit hex older versions wrote (and read)."""
+    monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 8)
+    path = vectors_path(tmp_path / "soul.json")
+    graph = _graph_with([f"memory number {n} about a hiking trip to peak {n % 7}" for n in range(40)]
+                        + ["we adopted a puppy named Biscuit", "the invoice is due on Friday"])
+    store = VectorStore(path, background=False)
+    assert store.ready(graph) and store.index.matrix.dtype == np.float16
+    store.save()
+    again = VectorStore(path, background=False)
+    assert again.ready(graph) and again.loaded_from == "file"
+    used = len(store.index.id_of)
+    assert np.array_equal(again.index.matrix[:used], store.index.matrix[:used])
+    assert again.index.id_of == store.index.id_of
+    for question in ("What about the puppy?", "When is the invoice due?", "Which peak did they hike?"):
+        assert again.nearest(question, 10) == store.nearest(question, 10)
+    with np.load(path) as data:
+        assert data["digests"].dtype == np.dtype("U16")
+        assert int(data["digests"][0], 16) == vectors_module.digest(graph.nodes[data["ids"][0]].content)
+    # The ids are the graph's own strings, not copies of them.
+    assert all(node_id is next(k for k in graph.nodes if k == node_id) for node_id in again.index.id_of[:3])
+
+
+def test_a_vectors_file_without_token_ids_still_loads(tmp_path):
+    """Files written before the token ids were kept: the vectors are read, the words counted again."""
+    path = vectors_path(tmp_path / "soul.json")
+    graph = _graph_with(["Melanie: I go hiking", "Caroline: a puppy!"])
+    first = VectorStore(path, background=False)
+    assert first.ready(graph)
+    first.save()
+    with np.load(path) as data:
+        old = {name: data[name] for name in ("model", "ids", "digests", "matrix")}
+    np.savez(path, **old)
+    again = VectorStore(path, background=False)
+    assert again.ready(graph) and again.loaded_from == "file"  # nothing embedded again
+    assert (again.index.token_counts == first.index.token_counts).all()
+    assert again.nearest("what about the puppy?", 1)[0][0] == first.nearest("what about the puppy?", 1)[0][0]
+
+
 # ---------------------------------------------------------------- the vector store
 def _graph_with(texts: list[str]) -> SoulGraph:
     graph = SoulGraph(clock=lambda: day("2024-01-01"))
@@ -498,7 +633,7 @@ def test_a_word_common_in_this_store_weighs_less_in_a_question():
     graph.remove("n1")
     store.ready(graph)
     assert int(index.token_counts[melanie]) == counted - 1  # a removal is uncounted exactly
-    assert index.total_tokens == sum(len(ids) for ids in index.tokens.values())
+    assert index.total_tokens == sum(len(index.tokens_of(node_id)) for node_id in index.row_of)
 
 
 def test_a_question_is_searched_halfway_between_the_stores_weights_and_the_models():

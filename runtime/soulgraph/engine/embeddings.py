@@ -7,8 +7,10 @@ neural network at run time. Its files are a package of their own (soulgraph-mode
 runtime/model/, 12 MB), and it needs numpy (the `embed` extra); without either, `available()`
 is False and search is lexical.
 
-`VectorIndex` holds the vectors of a graph's nodes as rows of one float32 matrix. A search in
-a small index is one matrix-vector product. From `SHORTLIST_FROM` rows on it goes in two steps:
+`VectorIndex` holds the vectors of a graph's nodes as rows of one matrix: float32 in a small
+index, float16 from `SHORTLIST_FROM` rows on (what the file keeps, so a row in memory is the
+row a reload gives; each row read for a search is widened to float32 first). A search in a
+small index is one matrix-vector product. From `SHORTLIST_FROM` rows on it goes in two steps:
 the rows' coordinates on the store's own `SHORTLIST_DIMENSIONS` principal directions (the
 `shortlist`, a third of a row, holding nearly all of what the rows' dot products hold) pick
 `SHORTLIST_FACTOR` times the rows asked for, and those are scored on their full rows. Reading
@@ -28,6 +30,7 @@ import itertools
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -63,6 +66,12 @@ CELLS_SAMPLE_PER_CELL = 40  # rows per cell the cells' centres are fitted on, at
 CELLS_ROUNDS = 8  # k-means rounds (the centres settle in a few; more bought no recall)
 CELLS_PROBED_SHARE = 0.5  # share of the cells a search reads, nearest first (less misses the budget: docs)
 CELLS_CANDIDATES = 8  # ... and more until they hold this many times the rows the shortlist picks
+# When the rows are full, room for an eighth more (at least GROWTH_MIN rows) is made: a store of
+# 100,000 memories grows by 12,500 rows, not 100,000 (doubling made one write cost hundreds of MB).
+GROWTH_SHARE = 8
+GROWTH_MIN = 64
+TOKENS_GROWTH_MIN = 4096  # token ids the token buffer grows by, at least (also by an eighth)
+HALF_CHUNK = 1024  # float16 rows widened at once for a search (the scratch they go in is kept per thread)
 
 
 def _numpy() -> Any:
@@ -151,11 +160,18 @@ def default_model() -> StaticModel:
 
 
 class VectorIndex:
-    """Node id -> unit vector, as rows of one matrix that grows by doubling.
+    """Node id -> unit vector, as rows of one matrix that grows by an eighth when full.
 
     A removed node's row is zeroed and reused, so ids and rows never need renumbering. Each
-    row remembers a digest of the text it was made from (`digest`), so a caller can tell a
-    vector that no longer matches its node's text (store/vectors.py).
+    row remembers a digest of the text it was made from (`digest_of`, an int: the 8 bytes of
+    store/vectors.py's hash), so a caller can tell a vector that no longer matches its node's
+    text (store/vectors.py), and the token ids of that text (`tokens_of`), kept one after
+    another in one int32 buffer, with each row's start and count.
+
+    The rows are float32 below `SHORTLIST_FROM` rows, where a search multiplies them all (a
+    float16 matrix would have to be widened whole at each search: 4 ms at 2,000 rows against
+    0.04 ms). From there on they are float16 (the rows a vector put in from then on is rounded to,
+    and what the file holds), and a search widens only the rows it scores in full.
 
     The shortlist (see the module text) is fitted by `fit_shortlist`, which the owner calls
     when `shortlist_due()`: at `SHORTLIST_FROM` rows and again each time the rows double, so
@@ -164,15 +180,20 @@ class VectorIndex:
 
     def __init__(self, dimensions: int, capacity: int = 64, vocabulary: int = 0):
         _numpy()
+        capacity = max(capacity, 1)
         self.dimensions = dimensions
-        self.matrix = np.zeros((max(capacity, 1), dimensions), np.float32)
+        self.matrix = np.zeros((capacity, dimensions), np.float32)
         self.row_of: dict[str, int] = {}
         self.id_of: list[str | None] = []
-        self.digest: dict[str, str] = {}
+        self.marks = np.zeros(capacity, np.uint64)  # each row's digest, 0 for none
         self._free: list[int] = []
-        # How often each token occurs in the memories indexed (their ids kept per node, so a
+        # How often each token occurs in the memories indexed (their ids kept per row, so a
         # removal is exact): what makes a word common in this store (`store_weights`).
-        self.tokens: dict[str, Any] = {}
+        self.token_ids = np.zeros(0, np.int32)  # every row's ids, one row's after another (with gaps)
+        self.token_start = np.zeros(capacity, np.int64)  # where a row's ids start in `token_ids`
+        self.token_count = np.full(capacity, -1, np.int32)  # ... and how many: -1, none recorded
+        self._tokens_used = 0  # of `token_ids`
+        self._tokens_dead = 0  # ... left behind by a replaced or removed row (taken back by `_compact_tokens`)
         self.token_counts = np.zeros(vocabulary, np.int64)
         self.total_tokens = 0
         self.basis: Any = None  # dimensions x SHORTLIST_DIMENSIONS: the principal directions
@@ -183,6 +204,50 @@ class VectorIndex:
         self.cell_rows: list[Any] = []  # each cell's rows, as intp arrays
         self.cell_coords: list[Any] = []  # ... and their shortlist coordinates, contiguous (read in one pass)
         self.changes = 0  # bumped when a row gets or loses its node: what maps ids to rows starts again
+
+    @classmethod
+    def from_rows(cls, ids: Sequence[str], marks: Any, matrix: Any, vocabulary: int = 0,
+                  tokens: Any = None, ends: Any = None) -> "VectorIndex":
+        """An index of these rows (what a file holds), made in one go. `ids`: unique; `marks`:
+        their digests (uint64); `matrix`: their vectors, one row each, then any rows of room
+        for more (kept as they are when already of the index's type: no second copy);
+        `tokens`: every row's token ids one after another (then any room for more), `ends` where
+        each row's end (None,
+        or ids that do not fit the vocabulary: not recorded, for the owner to count again)."""
+        _numpy()
+        count = len(ids)
+        if len(set(ids)) != count or len(marks) != count or matrix.shape[0] < count:
+            raise ValueError("the rows disagree")
+        dtype = np.float16 if count >= SHORTLIST_FROM else np.float32
+        if matrix.dtype != dtype or matrix.shape[0] == count or not matrix.flags.c_contiguous:
+            full = np.zeros((max(matrix.shape[0], count + GROWTH_MIN), matrix.shape[1]), dtype)
+            full[:count] = matrix[:count]
+            matrix = full
+        index = cls(int(matrix.shape[1]), capacity=matrix.shape[0], vocabulary=vocabulary)
+        index.matrix = matrix
+        index.row_of = dict(zip(ids, range(count)))
+        index.id_of = list(ids)
+        index.marks[:count] = marks
+        index.changes = 1
+        if tokens is None or ends is None:
+            return index
+        tokens, ends = np.asarray(tokens, np.int32), np.asarray(ends, np.int64)
+        counts = np.diff(ends, prepend=0)
+        used = int(ends[-1]) if count else 0
+        if (len(ends) != count or used > len(tokens) or (count and int(counts.min()) < 0)
+                or (used and (int(tokens[:used].min()) < 0 or int(tokens[:used].max()) >= vocabulary))):
+            return index
+        index.token_ids, index._tokens_used = tokens, used  # ids past `used`: room, kept
+        index.token_start[:count] = ends - counts
+        index.token_count[:count] = counts
+        index.token_counts = np.bincount(tokens[:used], minlength=vocabulary).astype(np.int64)
+        index.total_tokens = used
+        return index
+
+    def reserve(self, rows: int) -> None:
+        """Make room for this many rows in all (before adding many: one copy instead of many)."""
+        if rows > self.matrix.shape[0]:
+            self._grow(rows)
 
     def shortlist_due(self) -> bool:
         """Time to fit the shortlist's directions: first at SHORTLIST_FROM rows, then at each doubling."""
@@ -195,15 +260,22 @@ class VectorIndex:
         used = len(self.id_of)
         if used == 0 or self.dimensions <= SHORTLIST_DIMENSIONS:
             return
-        rows = self.matrix[:used]
-        sample = rows[:: max(1, used // SHORTLIST_SAMPLE)]
+        self._narrow()
+        sample = _widened(self.matrix[: used : max(1, used // SHORTLIST_SAMPLE)])
         moment = (sample.T @ sample).astype(np.float64)
         _, directions = np.linalg.eigh(moment)  # ascending eigenvalues
         basis = np.ascontiguousarray(directions[:, ::-1][:, :SHORTLIST_DIMENSIONS], dtype=np.float32)
         shortlist = np.zeros((self.matrix.shape[0], SHORTLIST_DIMENSIONS), np.float32)
-        shortlist[:used] = rows @ basis
+        for start in range(0, used, 8192):  # widened a piece at a time
+            end = min(used, start + 8192)
+            shortlist[start:end] = _widened(self.matrix[start:end]) @ basis
         self.basis, self.shortlist, self._fitted_on = basis, shortlist, len(self.row_of)
         self.fit_cells()
+
+    def _narrow(self) -> None:
+        """float16 rows from SHORTLIST_FROM rows on (never back: a shrunk index keeps them)."""
+        if self.matrix.dtype != np.float16 and len(self.row_of) >= SHORTLIST_FROM:
+            self.matrix = self.matrix.astype(np.float16)
 
     def fit_cells(self) -> None:
         """Split the rows into about sqrt(rows) cells by spherical k-means on their shortlist
@@ -254,18 +326,61 @@ class VectorIndex:
             self.cell_of[row] = -1
 
     def count_tokens(self, node_id: str, ids: Any) -> None:
-        """Record the token ids of a node's text (replacing what was recorded for it)."""
-        self._uncount(node_id)
+        """Record the token ids of a node's text (replacing what was recorded for it); the
+        node has a row (`put` first)."""
+        row = self.row_of[node_id]
+        self._uncount(row)
+        ids = np.asarray(ids, np.int32)
         if len(ids):
             np.add.at(self.token_counts, ids, 1)
             self.total_tokens += len(ids)
-        self.tokens[node_id] = ids
+        end = self._tokens_used + len(ids)
+        if end > len(self.token_ids):
+            self._compact_tokens()
+            end = self._tokens_used + len(ids)
+            if end > len(self.token_ids):
+                _grow_attribute(self, "token_ids", end + max(TOKENS_GROWTH_MIN, end // GROWTH_SHARE))
+        self.token_ids[self._tokens_used : end] = ids
+        self.token_start[row], self.token_count[row] = self._tokens_used, len(ids)
+        self._tokens_used = end
 
-    def _uncount(self, node_id: str) -> None:
-        old = self.tokens.pop(node_id, None)
-        if old is not None and len(old):
-            np.subtract.at(self.token_counts, old, 1)
-            self.total_tokens -= len(old)
+    def has_tokens(self, node_id: str) -> bool:
+        row = self.row_of.get(node_id)
+        return row is not None and int(self.token_count[row]) >= 0
+
+    def tokens_of(self, node_id: str) -> Any:
+        """The token ids recorded for this node (a view: copy to keep), or None."""
+        row = self.row_of.get(node_id)
+        if row is None or int(self.token_count[row]) < 0:
+            return None
+        start = int(self.token_start[row])
+        return self.token_ids[start : start + int(self.token_count[row])]
+
+    def _uncount(self, row: int) -> None:
+        count = int(self.token_count[row])
+        if count > 0:
+            start = int(self.token_start[row])
+            np.subtract.at(self.token_counts, self.token_ids[start : start + count], 1)
+            self.total_tokens -= count
+            self._tokens_dead += count
+        self.token_count[row] = -1
+
+    def _compact_tokens(self) -> None:
+        """Close the gaps replaced and removed rows left in the token buffer, when they are
+        at least half of it (so each id is moved a bounded number of times)."""
+        if self._tokens_dead * 2 < self._tokens_used or not self._tokens_dead:
+            return
+        used = len(self.id_of)
+        counts = np.maximum(self.token_count[:used], 0).astype(np.int64)
+        packed = np.zeros(int(counts.sum()) + max(TOKENS_GROWTH_MIN, int(counts.sum()) // GROWTH_SHARE), np.int32)
+        at = 0
+        starts, old = self.token_start, self.token_ids
+        for row in np.flatnonzero(counts).tolist():
+            start, count = int(starts[row]), int(counts[row])
+            packed[at : at + count] = old[start : start + count]
+            starts[row] = at
+            at += count
+        self.token_ids, self._tokens_used, self._tokens_dead = packed, at, 0
 
     def store_weights(self, ids: Any, a: float) -> Any:
         """a / (a + p(token)) for these ids, p being the token's share of the store's tokens:
@@ -280,42 +395,53 @@ class VectorIndex:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self.row_of
 
-    def put(self, node_id: str, vector: Any, digest: str = "") -> None:
+    def digest_of(self, node_id: str) -> int:
+        """The digest this node's vector was put with (0: none, or no such node)."""
+        row = self.row_of.get(node_id)
+        return 0 if row is None else int(self.marks[row])
+
+    def put(self, node_id: str, vector: Any, digest: int | str = 0) -> None:
+        """Set a node's vector (float16 from SHORTLIST_FROM rows on), with the digest of its
+        text: an int, or its hex (how older files and callers gave it)."""
         row = self.row_of.get(node_id)
         if row is None:
             row = self._free.pop() if self._free else len(self.id_of)
             if row == len(self.id_of):
                 self.id_of.append(None)
             if row >= self.matrix.shape[0]:
-                self.matrix = _doubled(self.matrix)
-                if self.shortlist is not None:
-                    self.shortlist = _doubled(self.shortlist)
-                if self.cell_of is not None:
-                    grown = np.full(self.matrix.shape[0], -1, np.intp)
-                    grown[: len(self.cell_of)] = self.cell_of
-                    self.cell_of = grown
+                self._grow(row + 1)
             self.row_of[node_id] = row
             self.id_of[row] = node_id
             self.changes += 1
+            self._narrow()
         self.matrix[row] = vector
         if self.shortlist is not None:
-            self.shortlist[row] = self.matrix[row] @ self.basis
+            self.shortlist[row] = _widened(self.matrix[row : row + 1])[0] @ self.basis
             if self.centres is not None:
                 self._place(row)  # a replaced row may now lie nearer another cell
-        self.digest[node_id] = digest
+        self.marks[row] = _mark(digest)
+
+    def _grow(self, rows: int) -> None:
+        """Room for at least `rows` rows, and an eighth more (GROWTH_MIN at least), in every
+        array kept per row."""
+        capacity = rows + max(GROWTH_MIN, rows // GROWTH_SHARE)
+        for name, fill in (("matrix", 0), ("shortlist", 0), ("cell_of", -1), ("marks", 0),
+                           ("token_start", 0), ("token_count", -1)):
+            if getattr(self, name) is not None:
+                _grow_attribute(self, name, capacity, fill)
 
     def remove(self, node_id: str) -> None:
-        self._uncount(node_id)
         row = self.row_of.pop(node_id, None)
         if row is None:
             return
+        self._uncount(row)
         self.matrix[row] = 0.0
         if self.shortlist is not None:
             self.shortlist[row] = 0.0
         if self.cell_of is not None:
             self._unplace(row)
         self.id_of[row] = None
-        self.digest.pop(node_id, None)
+        self.marks[row] = 0
         self._free.append(row)
         self.changes += 1
 
@@ -341,6 +467,13 @@ class VectorIndex:
         marked[found[found >= 0]] = True
         return marked
 
+    def scores(self, rows: Any, query: Any) -> Any:
+        """The products of these rows (an int array) with `query`, as float32: exactly what the
+        rows widened to float32 give."""
+        if self.matrix.dtype != np.float16:
+            return self.matrix[rows] @ query
+        return _half_products(self.matrix, rows, query)
+
     def _nearest_rows(self, query: Any, n: int, skip: Any = None) -> tuple[Any, Any]:
         used = len(self.id_of)
         if n <= 0 or not self.row_of or not query.any():
@@ -352,17 +485,18 @@ class VectorIndex:
             rows = self._cell_picks(query @ self.basis, wide, skip)  # skipped rows already left out
             if not len(rows):
                 return rows, np.zeros(0, np.float32)
-            scores = self.matrix[rows] @ query
+            scores = self.scores(rows, query)
         elif self.shortlist is not None and wide < used:
             rough = self.shortlist[:used] @ (query @ self.basis)
             if skip is not None:
                 rough[skip] = -np.inf  # never among the picks
             rows = np.sort(np.argpartition(rough, used - wide)[used - wide:])
-            scores = self.matrix[rows] @ query  # the picks scored on their full rows
+            scores = self.scores(rows, query)  # the picks scored on their full rows
             if skip is not None:
                 scores[skip[rows]] = -np.inf  # fewer rows left than picks: a skipped one may be in
         else:
-            rows, scores = np.arange(used), self.matrix[:used] @ query
+            rows = np.arange(used)
+            scores = self.matrix[:used] @ query if self.matrix.dtype != np.float16 else self.scores(rows, query)
             if skip is not None:
                 scores[skip] = -np.inf
         n = min(n, len(rows))
@@ -402,7 +536,89 @@ def _nearest_centres(points: Any, centres: Any) -> Any:
     return np.argmax(points @ centres.T, axis=1)
 
 
-def _doubled(matrix: Any) -> Any:
-    grown = np.zeros((matrix.shape[0] * 2, matrix.shape[1]), matrix.dtype)
-    grown[: matrix.shape[0]] = matrix
-    return grown
+def _mark(digest: int | str) -> int:
+    if isinstance(digest, str):
+        return int(digest, 16) if digest else 0
+    return int(digest)
+
+
+def _grow_attribute(owner: Any, name: str, rows: int, fill: Any = 0) -> None:
+    """Give the array `owner.name` `rows` rows, the new ones `fill`. In place when nothing else
+    holds the array (numpy's resize, a realloc: for a large array the system moves its pages
+    and copies no byte, so growing never holds the old rows and the new at once); a copy when
+    something does (a view kept by a caller)."""
+    old = getattr(owner, name).shape[0]
+    try:
+        # Called on the attribute itself: a local name for it would be one reference too many.
+        getattr(owner, name).resize((rows,) + getattr(owner, name).shape[1:])
+    except ValueError:
+        array = getattr(owner, name)
+        grown = np.zeros((rows,) + array.shape[1:], array.dtype)
+        grown[:old] = array
+        setattr(owner, name, grown)
+        del array
+        give_back_freed_memory()  # the old array, where the heap keeps what is freed
+    if fill != 0:
+        getattr(owner, name)[old:] = fill
+
+
+def give_back_freed_memory() -> None:
+    """Return the memory freed inside the C heap to the system (glibc's malloc_trim; elsewhere
+    nothing). Loading or saving a large index frees tens of MB of short-lived arrays and strings
+    that lie below ones kept, where the heap never shrinks by itself: at 100,000 memories, 48 MB
+    of resident memory a load left behind (bench/bench_vectors_memory.py)."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        try:
+            import ctypes
+
+            _malloc_trim = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):
+            pass
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim: Any = None  # glibc's malloc_trim once looked up, False where there is none
+
+
+# A float16's bits, shifted into a float32's place (sign kept, exponent and fraction moved up by
+# 13), are that float16's value times 2**-112, exactly, subnormals included: so a product with a
+# query scaled by 2**112 is, bit for bit, the product of the widened row. numpy's own float16 cast
+# is scalar code on CPUs without AVX-512 (5 ns a value: 0.5 ms for the 600 rows a search scores),
+# these four vector passes are not.
+_HALF_SHIFT = 13
+_HALF_KEEP = -0x70002000  # 0x8FFFE000 as int32: the sign and the moved exponent and fraction
+_HALF_SCALE = 2.0**112
+_scratch = threading.local()  # per thread: searches may run in several
+
+
+def _half_products(matrix: Any, rows: Any, query: Any) -> Any:
+    halves = matrix.view(np.int16)
+    scaled = query.astype(np.float32) * np.float32(_HALF_SCALE)
+    out = np.empty(len(rows), np.float32)
+    buffers = getattr(_scratch, "buffers", None)
+    if buffers is None or buffers[0].shape[1] != matrix.shape[1]:
+        buffers = _scratch.buffers = (np.empty((HALF_CHUNK, matrix.shape[1]), np.int16),
+                                      np.empty((HALF_CHUNK, matrix.shape[1]), np.int32))
+    gathered, bits = buffers
+    for start in range(0, len(rows), HALF_CHUNK):
+        part = rows[start : start + HALF_CHUNK]
+        count = len(part)
+        np.take(halves, part, axis=0, out=gathered[:count], mode="clip")  # rows are in range
+        np.left_shift(gathered[:count], np.int32(_HALF_SHIFT), out=bits[:count])  # sign-extended
+        np.bitwise_and(bits[:count], np.int32(_HALF_KEEP), out=bits[:count])
+        np.matmul(bits[:count].view(np.float32), scaled, out=out[start : start + count])
+    return out
+
+
+def _widened(rows: Any) -> Any:
+    """float16 rows as float32 (float32 rows as they are), by the bits as `_half_products`."""
+    if rows.dtype != np.float16:
+        return rows
+    bits = np.left_shift(rows.view(np.int16), np.int32(_HALF_SHIFT), dtype=np.int32)
+    bits &= np.int32(_HALF_KEEP)
+    widened = bits.view(np.float32)
+    widened *= np.float32(_HALF_SCALE)
+    return widened

@@ -43,8 +43,9 @@ def vectors_path(soul_path: Path) -> Path:
     return soul_path.with_name(soul_path.name + SUFFIX)
 
 
-def digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+def digest(text: str) -> int:
+    """The text's 8-byte blake2b, as an int (the file keeps its hex: what older versions wrote)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
 
 
 NOT_STARTED = "the vectors are not loaded yet: they load in the background from the first soul_prime, soul_summary or question"
@@ -131,7 +132,7 @@ class VectorStore:
                     changed += 1
                 continue
             mark = digest(node.content)
-            if index.digest.get(node_id) != mark:
+            if index.digest_of(node_id) != mark:
                 ids = model.token_ids(node.content)
                 index.put(node_id, model.embed_ids(ids), mark)
                 index.count_tokens(node_id, ids)
@@ -237,16 +238,17 @@ class VectorStore:
             model, index = current if current is not None else (self._model_loader(), None)
             how = "memory"
             if index is None:
-                index, how = self._read(model)
+                index, how = self._read(model, texts)
             embedded = 0
             for node_id in [i for i in index.row_of if i not in texts]:
                 index.remove(node_id)
+            index.reserve(len(texts))  # one copy of the rows at most, not one per growth
             for node_id, text in texts.items():
                 mark = digest(text)
-                if index.digest.get(node_id) == mark and node_id in index.tokens:
+                if index.digest_of(node_id) == mark and index.has_tokens(node_id):
                     continue  # read from the file, vector and tokens both
                 ids = model.token_ids(text)
-                if index.digest.get(node_id) != mark:
+                if index.digest_of(node_id) != mark:
                     index.put(node_id, model.embed_ids(ids), mark)
                     embedded += 1
                 index.count_tokens(node_id, ids)
@@ -255,6 +257,7 @@ class VectorStore:
             if embedded:
                 how = f"{how}, {embedded} embedded"
                 self._write(model, index)  # before the hand-over: then only the caller's thread touches it
+            embeddings.give_back_freed_memory()
             with self._lock:
                 self._built = (model, index, how)
         except Exception as exc:  # noqa: BLE001 - vectors are a cache: any failure leaves search lexical
@@ -263,8 +266,9 @@ class VectorStore:
             self.state, self.reason = "lexical", f"the vectors could not be built: {exc}"
             self.enabled = False
 
-    def _read(self, model: Any) -> tuple[Any, str]:
-        """The index saved in the file, or a new empty one (saying why)."""
+    def _read(self, model: Any, texts: dict[str, str] | None = None) -> tuple[Any, str]:
+        """The index saved in the file, or a new empty one (saying why). Its ids are the
+        graph's own strings where `texts` (keyed by the graph's ids) has them: not a copy each."""
         import numpy as np
 
         index = embeddings.VectorIndex(model.dimensions, vocabulary=model.vocabulary)
@@ -275,19 +279,19 @@ class VectorStore:
                 version = str(data["model"])
                 if version != model.version:
                     return index, f"rebuilt (the file was made by {version}, this is {model.version})"
-                ids, marks, matrix = data["ids"], data["digests"], data["matrix"]
-                if matrix.shape != (len(ids), model.dimensions) or len(marks) != len(ids):
+                ids, marks = data["ids"].tolist(), data["digests"]
+                matrix, rows = _with_room(data, "matrix", np.float16, embeddings.GROWTH_MIN)
+                if rows != len(ids) or matrix.shape[1:] != (model.dimensions,) or len(marks) != len(ids):
                     return index, "rebuilt (the file's arrays disagree)"
-                index = embeddings.VectorIndex(model.dimensions, capacity=len(ids) + 64, vocabulary=model.vocabulary)
-                for node_id, mark, row in zip(ids.tolist(), marks.tolist(), matrix):
-                    index.put(node_id, row.astype(np.float32), mark)
+                if texts:
+                    shared = dict(zip(texts, texts))
+                    ids = [shared.get(node_id, node_id) for node_id in ids]
+                    del shared
+                tokens = ends = None
                 if "tokens" in data.files and "token_ends" in data.files:
-                    tokens, ends = data["tokens"].astype(np.intp), data["token_ends"].tolist()
-                    if len(ends) == len(ids) and (not ends or ends[-1] == len(tokens)):
-                        start = 0
-                        for node_id, end in zip(ids.tolist(), ends):
-                            index.count_tokens(node_id, tokens[start:end])
-                            start = end
+                    tokens, _ = _with_room(data, "tokens", np.int32, embeddings.TOKENS_GROWTH_MIN)
+                    ends = data["token_ends"]
+                index = embeddings.VectorIndex.from_rows(ids, _marks(marks), matrix, model.vocabulary, tokens, ends)
             return index, "file"
         except FileNotFoundError:
             return index, "built (no vectors file yet)"
@@ -312,17 +316,23 @@ class VectorStore:
         import numpy as np
 
         rows = index.rows()
+        order = np.fromiter((row for _, row in rows), np.intp, len(rows))
+        counts = np.maximum(index.token_count[order], 0)
+        starts = index.token_start[order]
+        tokens = np.zeros(int(counts.sum()), np.int32)
+        at = 0
+        for start, count in zip(starts.tolist(), counts.tolist()):
+            tokens[at : at + count] = index.token_ids[start : start + count]
+            at += count
         return {
             "model": np.array(model.version),
             "ids": np.array([node_id for node_id, _ in rows], dtype=str),
-            "digests": np.array([index.digest[node_id] for node_id, _ in rows], dtype=str),
-            "matrix": (index.matrix[[row for _, row in rows]].astype(np.float16) if rows
-                       else np.zeros((0, model.dimensions), np.float16)),
+            "digests": np.array([f"{mark:016x}" for mark in index.marks[order].tolist()], dtype="U16"),
+            "matrix": index.matrix[order].astype(np.float16, copy=False),
             # Each memory's token ids, one after another, and where each one's end: a start then
             # counts the store's words without tokenising every memory again.
-            "tokens": (np.concatenate([index.tokens.get(node_id, ()) for node_id, _ in rows]).astype(np.int32)
-                       if rows else np.zeros(0, np.int32)),
-            "token_ends": np.cumsum([len(index.tokens.get(node_id, ())) for node_id, _ in rows], dtype=np.int64),
+            "tokens": tokens,
+            "token_ends": np.cumsum(counts, dtype=np.int64),
         }
 
     def _write_payload(self, payload: dict[str, Any]) -> None:
@@ -331,9 +341,11 @@ class VectorStore:
         buffer = io.BytesIO()
         np.savez(buffer, **payload)
         try:
-            write_atomically(self.path, buffer.getvalue(), default_mode=0o600)
+            write_atomically(self.path, buffer.getbuffer(), default_mode=0o600)  # not a copy of it
         except OSError as exc:
             self.reason = f"the vectors file could not be written: {exc}"  # search still works
+        del buffer, payload
+        embeddings.give_back_freed_memory()
 
     def wait(self, timeout: float = 60.0) -> bool:
         """Wait for a background build (tests, benchmarks); True when none is left running."""
@@ -341,3 +353,44 @@ class VectorStore:
         if worker is not None and worker.is_alive():
             worker.join(timeout)
         return self._building is None or not self._building.is_alive()
+
+
+def _with_room(data: Any, name: str, dtype: Any, room: int) -> tuple[Any, int]:
+    """The file's array `name` and its length, read into an array of `room` more rows (zeros)
+    when it has this dtype, so the index takes it as it is and grows into it (one copy in memory,
+    not two, and none at the first write); read as numpy reads it otherwise."""
+    import numpy as np
+    from numpy.lib import format as npy
+
+    try:
+        with data.zip.open(name + ".npy") as member:
+            version = npy.read_magic(member)
+            shape, fortran, stored = (npy.read_array_header_1_0(member) if version == (1, 0)
+                                      else npy.read_array_header_2_0(member))
+            if not fortran and stored == np.dtype(dtype) and len(shape) >= 1:
+                array = np.zeros((shape[0] + room,) + tuple(shape[1:]), dtype)
+                target = memoryview(array[: shape[0]].reshape(-1).view(np.uint8))
+                while target:
+                    got = member.readinto(target[: 1 << 20])  # in pieces: a whole read would be a copy
+                    if not got:
+                        raise ValueError(f"the file's {name} is short")
+                    target = target[got:]
+                return array, shape[0]
+    except (AttributeError, KeyError):
+        pass  # not a zip member as np.savez writes it
+    array = data[name]
+    return array, len(array)
+
+
+def _marks(digests: Any) -> Any:
+    """The file's digests (hex strings) as uint64."""
+    import numpy as np
+
+    if digests.dtype.kind in "ui":
+        return digests.astype(np.uint64)
+    texts = digests.tolist()
+    try:
+        return np.frombuffer(bytes.fromhex("".join(texts)), ">u8").astype(np.uint64) if all(
+            len(text) == 16 for text in texts) else np.array([int(text, 16) if text else 0 for text in texts], np.uint64)
+    except ValueError:
+        return np.array([int(text, 16) if text else 0 for text in texts], np.uint64)
