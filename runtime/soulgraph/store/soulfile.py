@@ -122,7 +122,10 @@ class SoulFile:
         self._graph: SoulGraph | None = None
         self._mutex = threading.RLock()  # a background preload and a tool call may both read
         self._preloading: threading.Thread | None = None
-        self._encoded: dict[str, str] = {}  # node id -> its JSON in the last snapshot
+        # node id -> its JSON line, while a snapshot is being made. Not kept after it (0.37 kB a
+        # memory, 37 MB at 100,000): the next snapshot takes the unchanged lines from the file
+        # (`_reuse_snapshot_lines`), a tenth of what encoding them again costs.
+        self._encoded: dict[str, str] = {}
         self._seq = 0  # the last change applied to the graph in memory
         self._schema: int | None = None  # of soul.json on disk; None: there is none
         self._snapshot_seq = 0
@@ -631,6 +634,7 @@ class SoulFile:
             raise SoulFileError(self.path, f"cannot be written ({_os_reason(exc)}); {consequence}") from None
         self._schema, self._snapshot_seq, self._snapshot_sig, self._snapshot_size = SCHEMA, self._seq, _signature(st), len(data)
         graph.dirty.clear()  # every node is now as this snapshot holds it
+        self._encoded = {}
         graph.branch_dirty = False
         self.compactions += 1
         if unsynced is not None:
