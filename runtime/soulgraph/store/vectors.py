@@ -19,6 +19,7 @@ every memory again.
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import io
 import threading
@@ -315,24 +316,28 @@ class VectorStore:
         """The file's arrays, copied out of the index (so the index may change meanwhile)."""
         import numpy as np
 
-        rows = index.rows()
-        order = np.fromiter((row for _, row in rows), np.intp, len(rows))
-        counts = np.maximum(index.token_count[order], 0)
-        starts = index.token_start[order]
-        tokens = np.zeros(int(counts.sum()), np.int32)
-        at = 0
-        for start, count in zip(starts.tolist(), counts.tolist()):
-            tokens[at : at + count] = index.token_ids[start : start + count]
-            at += count
+        # Built from arrays, without an object per memory (what would stay behind in the heap).
+        id_of = index.id_of
+        order = np.flatnonzero(np.fromiter((node_id is not None for node_id in id_of), bool, len(id_of)))
+        counts = np.maximum(index.token_count[order], 0).astype(np.int64)
+        ends = np.cumsum(counts, dtype=np.int64)
+        tokens = np.zeros(int(ends[-1]) if len(ends) else 0, np.int32)
+        for at in range(0, len(order), 8192):  # the rows' token ids gathered a piece at a time
+            piece, lengths = order[at : at + 8192], counts[at : at + 8192]
+            first = int(ends[at] - lengths[0]) if len(piece) else 0
+            within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            tokens[first : first + len(within)] = index.token_ids[np.repeat(index.token_start[piece], lengths) + within]
+        marks = index.marks[order].astype(">u8").tobytes()
         return {
             "model": np.array(model.version),
-            "ids": np.array([node_id for node_id, _ in rows], dtype=str),
-            "digests": np.array([f"{mark:016x}" for mark in index.marks[order].tolist()], dtype="U16"),
+            "ids": np.array([id_of[row] for row in order.tolist()], dtype=str),
+            # The 16-digit hex older versions wrote and read.
+            "digests": np.frombuffer(binascii.hexlify(marks), "S16").astype("U16"),
             "matrix": index.matrix[order].astype(np.float16, copy=False),
             # Each memory's token ids, one after another, and where each one's end: a start then
             # counts the store's words without tokenising every memory again.
             "tokens": tokens,
-            "token_ends": np.cumsum(counts, dtype=np.int64),
+            "token_ends": ends,
         }
 
     def _write_payload(self, payload: dict[str, Any]) -> None:
@@ -344,7 +349,8 @@ class VectorStore:
             write_atomically(self.path, buffer.getbuffer(), default_mode=0o600)  # not a copy of it
         except OSError as exc:
             self.reason = f"the vectors file could not be written: {exc}"  # search still works
-        del buffer, payload
+        payload.clear()  # the arrays go now (a thread's own arguments would hold them until it ends)
+        del buffer
         embeddings.give_back_freed_memory()
 
     def wait(self, timeout: float = 60.0) -> bool:
@@ -383,14 +389,15 @@ def _with_room(data: Any, name: str, dtype: Any, room: int) -> tuple[Any, int]:
 
 
 def _marks(digests: Any) -> Any:
-    """The file's digests (hex strings) as uint64."""
+    """The file's digests (16-digit hex strings) as uint64."""
     import numpy as np
 
     if digests.dtype.kind in "ui":
         return digests.astype(np.uint64)
-    texts = digests.tolist()
     try:
-        return np.frombuffer(bytes.fromhex("".join(texts)), ">u8").astype(np.uint64) if all(
-            len(text) == 16 for text in texts) else np.array([int(text, 16) if text else 0 for text in texts], np.uint64)
-    except ValueError:
-        return np.array([int(text, 16) if text else 0 for text in texts], np.uint64)
+        packed = digests.astype("S16")
+        if len(packed) and int(np.char.str_len(packed).min()) == 16:
+            return np.frombuffer(binascii.unhexlify(packed.tobytes()), ">u8").astype(np.uint64)
+    except (ValueError, UnicodeError, binascii.Error):
+        pass
+    return np.array([int(text, 16) if text else 0 for text in digests.tolist()], np.uint64)
