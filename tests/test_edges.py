@@ -57,3 +57,12 @@ def test_a_removed_parent_leaves_no_edge_behind_in_small_edge_lists():
     graph.remove(b.id)
     assert set(graph.parents[c.id]) == {a.id} and set(graph.children[a.id]) == {c.id}
     assert list(graph.edges()) == [(a.id, c.id)]
+
+
+def test_packed_all_leaves_plain_groups_and_packs_the_others():
+    hub = tuple(f"n{i}" for i in range(edges.SET_FROM + 1))
+    groups = [("a",), (), ("b", "b"), hub, ("c", "d")]
+    packed = edges.packed_all(groups)
+    assert packed[0] is groups[0] and packed[4] is groups[4]
+    assert packed[2] == ("b",) and type(packed[3]) is set and packed[3] == set(hub)
+    assert edges.packed_all([["x", "x"]]) == [("x",)]  # lists: each packed

@@ -10,6 +10,8 @@ changed in place and returned). Compare with `set(...)`, never with `==` against
 
 from __future__ import annotations
 
+from itertools import compress, repeat
+from operator import ge, ne, or_
 from typing import Iterable, Union
 
 Edges = Union[tuple[str, ...], set[str]]
@@ -24,12 +26,16 @@ def packed(node_ids: Iterable[str]) -> Edges:
 
 
 def packed_all(groups: list[tuple[str, ...]]) -> list[Edges]:
-    """`packed` of each group, at C speed: the groups themselves when each is a tuple of
-    distinct ids shorter than SET_FROM (what a clean file's load has)."""
-    if (set(map(type, groups)) <= {tuple} and max(map(len, groups), default=0) < SET_FROM
-            and sum(map(len, groups)) == sum(map(len, map(set, groups)))):
-        return groups
-    return list(map(packed, groups))
+    """`packed` of each group, at C speed for the groups that are already tuples of distinct
+    ids shorter than SET_FROM (nearly all, in a clean file); the others one by one."""
+    if not set(map(type, groups)) <= {tuple}:
+        return list(map(packed, groups))
+    sizes = list(map(len, groups))
+    odd = map(or_, map(ne, sizes, map(len, map(set, groups))), map(ge, sizes, repeat(SET_FROM)))
+    result = list(groups)
+    for at in compress(range(len(groups)), odd):
+        result[at] = packed(groups[at])
+    return result
 
 
 def joined(edges: Edges, node_id: str) -> Edges:
