@@ -71,6 +71,10 @@ CELLS_CANDIDATES = 8  # ... and more until they hold this many times the rows th
 GROWTH_SHARE = 8
 GROWTH_MIN = 64
 TOKENS_GROWTH_MIN = 4096  # token ids the token buffer grows by, at least (also by an eighth)
+# Rows from which the matrix is float16; None: from SHORTLIST_FROM, where a search stops reading
+# every row. Widening the 600 rows a search scores in full costs about 0.06 ms (10,000 memories:
+# the vectors' 200 nearest 0.57 -> 0.63 ms p50) and halves the rows' memory (docs/embeddings.md).
+HALF_FROM: int | None = None
 HALF_CHUNK = 1024  # float16 rows widened at once for a search (the scratch they go in is kept per thread)
 
 
@@ -168,10 +172,10 @@ class VectorIndex:
     text (store/vectors.py), and the token ids of that text (`tokens_of`), kept one after
     another in one int32 buffer, with each row's start and count.
 
-    The rows are float32 below `SHORTLIST_FROM` rows, where a search multiplies them all (a
-    float16 matrix would have to be widened whole at each search: 4 ms at 2,000 rows against
-    0.04 ms). From there on they are float16 (the rows a vector put in from then on is rounded to,
-    and what the file holds), and a search widens only the rows it scores in full.
+    The rows are float32 below `HALF_FROM` rows (SHORTLIST_FROM unless set), where a search
+    multiplies them all (a float16 matrix would have to be widened whole at each search: 4 ms at
+    2,000 rows against 0.04 ms). From there on they are float16: a vector put in is rounded to
+    it, as the file rounds it, and a search widens only the rows it scores in full.
 
     The shortlist (see the module text) is fitted by `fit_shortlist`, which the owner calls
     when `shortlist_due()`: at `SHORTLIST_FROM` rows and again each time the rows double, so
@@ -218,7 +222,7 @@ class VectorIndex:
         count = len(ids)
         if len(set(ids)) != count or len(marks) != count or matrix.shape[0] < count:
             raise ValueError("the rows disagree")
-        dtype = np.float16 if count >= SHORTLIST_FROM else np.float32
+        dtype = np.float16 if count >= _half_from() else np.float32
         if matrix.dtype != dtype or matrix.shape[0] == count or not matrix.flags.c_contiguous:
             full = np.zeros((max(matrix.shape[0], count + GROWTH_MIN), matrix.shape[1]), dtype)
             full[:count] = matrix[:count]
@@ -245,8 +249,11 @@ class VectorIndex:
         return index
 
     def reserve(self, rows: int) -> None:
-        """Make room for this many rows in all (before adding many: one copy instead of many)."""
+        """Make room for this many rows in all (before adding many: one copy instead of many),
+        float16 already if they will reach HALF_FROM (the float32 rows never held at full size)."""
         if rows > self.matrix.shape[0]:
+            if rows >= _half_from() and self.matrix.dtype != np.float16:
+                self.matrix = self.matrix.astype(np.float16)
             self._grow(rows)
 
     def shortlist_due(self) -> bool:
@@ -273,8 +280,8 @@ class VectorIndex:
         self.fit_cells()
 
     def _narrow(self) -> None:
-        """float16 rows from SHORTLIST_FROM rows on (never back: a shrunk index keeps them)."""
-        if self.matrix.dtype != np.float16 and len(self.row_of) >= SHORTLIST_FROM:
+        """float16 rows from HALF_FROM rows on (never back: a shrunk index keeps them)."""
+        if self.matrix.dtype != np.float16 and len(self.row_of) >= _half_from():
             self.matrix = self.matrix.astype(np.float16)
 
     def fit_cells(self) -> None:
@@ -401,7 +408,7 @@ class VectorIndex:
         return 0 if row is None else int(self.marks[row])
 
     def put(self, node_id: str, vector: Any, digest: int | str = 0) -> None:
-        """Set a node's vector (float16 from SHORTLIST_FROM rows on), with the digest of its
+        """Set a node's vector (float16 from HALF_FROM rows on), with the digest of its
         text: an int, or its hex (how older files and callers gave it)."""
         row = self.row_of.get(node_id)
         if row is None:
@@ -536,6 +543,10 @@ def _nearest_centres(points: Any, centres: Any) -> Any:
     return np.argmax(points @ centres.T, axis=1)
 
 
+def _half_from() -> int:
+    return SHORTLIST_FROM if HALF_FROM is None else HALF_FROM
+
+
 def _mark(digest: int | str) -> int:
     if isinstance(digest, str):
         return int(digest, 16) if digest else 0
@@ -543,12 +554,16 @@ def _mark(digest: int | str) -> int:
 
 
 def _grow_attribute(owner: Any, name: str, rows: int, fill: Any = 0) -> None:
-    """Give the array `owner.name` `rows` rows, the new ones `fill`. In place when nothing else
-    holds the array (numpy's resize, a realloc: for a large array the system moves its pages
-    and copies no byte, so growing never holds the old rows and the new at once); a copy when
-    something does (a view kept by a caller)."""
+    """Give the array `owner.name` `rows` rows, the new ones `fill`. Growing by less than its
+    size (an eighth, as the index does), in place when nothing else holds the array (numpy's
+    resize, a realloc: for a large array the system moves its pages and copies no byte, so the
+    old rows and the new are never held at once); otherwise (a view kept by a caller, or a small
+    array made much larger, whose new rows would all be zeroed at once) a copy, whose new rows
+    take memory only once written."""
     old = getattr(owner, name).shape[0]
     try:
+        if rows - old >= max(old, 1):
+            raise ValueError("more than doubled: copied")
         # Called on the attribute itself: a local name for it would be one reference too many.
         getattr(owner, name).resize((rows,) + getattr(owner, name).shape[1:])
     except ValueError:
