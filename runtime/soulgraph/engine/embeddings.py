@@ -68,6 +68,7 @@ CELLS_PROBED_SHARE = 0.5  # share of the cells a search reads, nearest first (le
 CELLS_CANDIDATES = 8  # ... and more until they hold this many times the rows the shortlist picks
 # When the rows are full, room for an eighth more (at least GROWTH_MIN rows) is made: a store of
 # 100,000 memories grows by 12,500 rows, not 100,000 (doubling made one write cost hundreds of MB).
+# The copy holds the old rows and the new for a moment; rows not yet written take no memory.
 GROWTH_SHARE = 8
 GROWTH_MIN = 64
 TOKENS_GROWTH_MIN = 4096  # token ids the token buffer grows by, at least (also by an eighth)
@@ -347,6 +348,7 @@ class VectorIndex:
             end = self._tokens_used + len(ids)
             if end > len(self.token_ids):
                 _grow_attribute(self, "token_ids", end + max(TOKENS_GROWTH_MIN, end // GROWTH_SHARE))
+                give_back_freed_memory()
         self.token_ids[self._tokens_used : end] = ids
         self.token_start[row], self.token_count[row] = self._tokens_used, len(ids)
         self._tokens_used = end
@@ -436,6 +438,7 @@ class VectorIndex:
                            ("token_start", 0), ("token_count", -1)):
             if getattr(self, name) is not None:
                 _grow_attribute(self, name, capacity, fill)
+        give_back_freed_memory()  # the old arrays, where the heap keeps what is freed
 
     def remove(self, node_id: str) -> None:
         row = self.row_of.pop(node_id, None)
@@ -554,27 +557,16 @@ def _mark(digest: int | str) -> int:
 
 
 def _grow_attribute(owner: Any, name: str, rows: int, fill: Any = 0) -> None:
-    """Give the array `owner.name` `rows` rows, the new ones `fill`. Growing by less than its
-    size (an eighth, as the index does), in place when nothing else holds the array (numpy's
-    resize, a realloc: for a large array the system moves its pages and copies no byte, so the
-    old rows and the new are never held at once); otherwise (a view kept by a caller, or a small
-    array made much larger, whose new rows would all be zeroed at once) a copy, whose new rows
-    take memory only once written."""
-    old = getattr(owner, name).shape[0]
-    try:
-        if rows - old >= max(old, 1):
-            raise ValueError("more than doubled: copied")
-        # Called on the attribute itself: a local name for it would be one reference too many.
-        getattr(owner, name).resize((rows,) + getattr(owner, name).shape[1:])
-    except ValueError:
-        array = getattr(owner, name)
-        grown = np.zeros((rows,) + array.shape[1:], array.dtype)
-        grown[:old] = array
-        setattr(owner, name, grown)
-        del array
-        give_back_freed_memory()  # the old array, where the heap keeps what is freed
+    """Give the array `owner.name` `rows` rows, the new ones `fill`: a copy, whose new rows take
+    memory only once written (calloc's pages). The old rows and the new are held at once for
+    that moment; numpy's in-place resize was no better (it copied too, and zeroed the new rows
+    at once). A view a caller keeps goes on seeing the old array."""
+    array = getattr(owner, name)
+    grown = np.zeros((rows,) + array.shape[1:], array.dtype)
     if fill != 0:
-        getattr(owner, name)[old:] = fill
+        grown[array.shape[0] :] = fill
+    grown[: array.shape[0]] = array
+    setattr(owner, name, grown)
 
 
 def give_back_freed_memory() -> None:
