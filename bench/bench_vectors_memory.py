@@ -7,7 +7,8 @@ Each run copies the soul file and its vectors file to a temporary folder (the wr
 touch the originals), loads the graph, then the vectors (from the file: the first run for a
 soul builds it, which takes minutes at 100,000), and reads VmRSS from /proc/self/status after
 each step. The writes add memories to the graph and let the vectors follow (what soul_add does:
-the next search embeds them); 300 writes include a save of the vectors file (every 256). Prints
+the next search embeds them); 300 writes include a save of the vectors file (every 256). With
+--rebuild there is no vectors file: every memory is embedded, as at a first start. Prints
 one JSON object; the figures are MB. To compare with another commit, run the same command with
 PYTHONPATH=<worktree>/runtime.
 """
@@ -57,6 +58,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100000, help="memories of the synthetic soul built if --soul is not given")
     parser.add_argument("--soul", type=Path, help="a soul file (its .vectors file beside it is used, or built)")
     parser.add_argument("--writes", default="30", help="comma-separated counts of memories added after the load, in turn")
+    parser.add_argument("--rebuild", action="store_true", help="no vectors file: every memory embedded (what a first start does)")
     args = parser.parse_args()
     soul = args.soul or Path(tempfile.gettempdir()) / f"soul-{args.size}.json"
     if not soul.exists():
@@ -69,11 +71,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / soul.name
         shutil.copyfile(soul, copy)
-        shutil.copyfile(vectors_path(soul), vectors_path(copy))
+        if not args.rebuild:
+            shutil.copyfile(vectors_path(soul), vectors_path(copy))
         start = rss()
         graph = SoulFile(copy).graph()
         with_graph = rss()
         store = VectorStore(vectors_path(copy), background=False)
+        peaks = reset_peak()
         began = time.perf_counter()
         assert store.ready(graph)
         store.nearest("hello world", 10)
@@ -82,6 +86,8 @@ def main() -> None:
         out.update(memories=len(graph.nodes), loaded_from=store.loaded_from, start=round(start, 1),
                    graph=round(with_graph - start, 1), vectors=round(with_vectors - with_graph, 1),
                    load_seconds=round(seconds, 2))
+        if peaks:
+            out["peak above the graph, loading"] = round(status("VmHWM") - with_graph, 1)
         index = store.index
         out["capacity"] = int(index.matrix.shape[0])
         out["matrix_dtype"] = str(index.matrix.dtype)
