@@ -216,9 +216,9 @@ class VectorIndex:
         """An index of these rows (what a file holds), made in one go. `ids`: unique; `marks`:
         their digests (uint64); `matrix`: their vectors, one row each, then any rows of room
         for more (kept as they are when already of the index's type: no second copy);
-        `tokens`: every row's token ids one after another (then any room for more), `ends` where
-        each row's end (None,
-        or ids that do not fit the vocabulary: not recorded, for the owner to count again)."""
+        `tokens`: every row's token ids one after another (then any room for more), `ends`: where
+        each row's end. No tokens, or ids that do not fit the vocabulary: none recorded, for the
+        owner to count again."""
         _numpy()
         count = len(ids)
         if len(set(ids)) != count or len(marks) != count or matrix.shape[0] < count:
@@ -606,7 +606,7 @@ def _half_products(matrix: Any, rows: Any, query: Any) -> Any:
     scaled = query.astype(np.float32) * np.float32(_HALF_SCALE)
     out = np.empty(len(rows), np.float32)
     buffers = getattr(_scratch, "buffers", None)
-    if buffers is None or buffers[0].shape[1] != matrix.shape[1]:
+    if buffers is None or buffers[0].shape != (HALF_CHUNK, matrix.shape[1]):
         buffers = _scratch.buffers = (np.empty((HALF_CHUNK, matrix.shape[1]), np.int16),
                                       np.empty((HALF_CHUNK, matrix.shape[1]), np.int32))
     gathered, bits = buffers
