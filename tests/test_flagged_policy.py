@@ -401,3 +401,28 @@ def test_flagged_ids_follow_changes_and_searches_stay_pruned(tmp_path):
     for _ in range(100):
         flagged.ids(graph, soul.seq)
     assert time.perf_counter() - started < 0.05  # cached between changes
+
+
+def test_the_flagged_ids_follow_each_change_without_scanning_every_memory(monkeypatch):
+    """After the first scan, a write, a flag set or lifted by `update`, a removal and a journal
+    replay each show in `flagged.ids` at once, and no later call scans the whole graph."""
+    from soulgraph.engine.graph import SoulGraph
+
+    graph = SoulGraph(clock=lambda: 1_700_000_000.0)
+    plain = graph.add("the deploy runs at noon", [])
+    marked = graph.add("text the scanner flagged", [], metadata={record.FLAGGED: ["rule.one"]})
+    assert flagged.ids(graph, version=1) == {marked.id}
+    monkeypatch.setattr(flagged._Index, "scan", lambda self, graph: pytest.fail("scanned every memory again"))
+
+    later = graph.add("another flagged text", [], metadata={record.FLAGGED: ["rule.two"]})
+    assert flagged.ids(graph, version=2) == {marked.id, later.id}
+    graph.update(plain.id, metadata={record.FLAGGED: ["rule.three"]})
+    graph.update(marked.id, metadata={})
+    assert flagged.ids(graph, version=3) == {later.id, plain.id}
+    graph.remove(later.id)
+    assert flagged.ids(graph, version=4) == {plain.id}
+    record_of_plain = graph.record(plain.id)
+    graph.apply_change({"nodes": [{**record_of_plain, "metadata": {}}], "next_id": graph.next_id})
+    assert flagged.ids(graph, version=5) == frozenset()
+    excluded = flagged.excluded(graph, frozenset(), version=5)
+    assert not excluded  # nothing flagged, nobody hidden

@@ -220,6 +220,9 @@ class SoulGraph:
         # Called with a node's id whenever it is inserted or taken out, so a side index (the
         # vectors of store/vectors.py) can follow without scanning the graph.
         self.watchers: list[Callable[[str], None]] = []
+        # ... and these, also whenever a node's fields change in place (`update`, a write guard's
+        # marks on `tag`), so an index over what the fields say (memory/flagged.py) can follow.
+        self.field_watchers: list[Callable[[str], None]] = []
         # The write guard (memory/guard.py; the store gives every graph it holds one): None,
         # or an object that vets every writer string before it enters. The engine only calls it:
         #   guard.node(graph, node)   a node about to enter (add, explore, promote) or a node's
@@ -328,7 +331,7 @@ class SoulGraph:
     def _insert(self, node: Node) -> None:
         self._keep(node.id)
         self.generation += 1
-        for watcher in self.watchers:
+        for watcher in (*self.watchers, *self.field_watchers):
             watcher(node.id)
         self.nodes[node.id] = node
         self.dirty.add(node.id)
@@ -414,6 +417,8 @@ class SoulGraph:
         was_active, old_kind, old_scope = node.status == ACTIVE, node.kind, node.scope
         for name, value in values.items():
             setattr(node, name, value)
+        for watcher in self.field_watchers:
+            watcher(node_id)
         if "pinned" in values:
             (self.pinned.add if node.pinned else self.pinned.discard)(node_id)
         if node.kind != old_kind:
@@ -1188,7 +1193,7 @@ class SoulGraph:
         """Take a node out of every structure but the edges."""
         del self.nodes[node.id]
         self.generation += 1
-        for watcher in self.watchers:
+        for watcher in (*self.watchers, *self.field_watchers):
             watcher(node.id)
         for tag in node.tags:
             ids = self.tags.get(tag)

@@ -91,32 +91,58 @@ def marker(node_or_rules: Node | Iterable[Any], soul_path: Any = None) -> str:
 
 # ---------------------------------------------------------------------------- which ones
 class _Index:
-    """The ids of a graph's flagged memories, found again whenever `key` changes (a scan of
-    every node's metadata: ~16 ms at 100,000 memories, far less than one search of them)."""
+    """The ids of a graph's flagged memories: one scan of every node's metadata when first
+    asked (~16 ms at 100,000 memories), then kept up to date from the nodes the graph reports
+    inserted, changed or taken out (`SoulGraph.field_watchers`), so that a search right after
+    a write (a prefetch after a turn) does not scan every node again."""
 
-    def __init__(self) -> None:
-        self.key: Any = None
+    def __init__(self, graph: SoulGraph) -> None:
         self.ids: frozenset[str] = frozenset()
+        self.changes = 0  # bumped whenever `ids` changes: what `excluded`'s answers are kept by
+        self.changed: set[str] = set()  # ids the graph reported since `ids` was last brought up to date
         self.excluded: dict[int, tuple[AbstractSet[str], Any, HiddenIds]] = {}  # id(hidden) -> (hidden, key, both)
+        graph.field_watchers.append(self.changed.add)
+        self.scan(graph)
+
+    def scan(self, graph: SoulGraph) -> None:
+        self.changed.clear()
+        found = frozenset(node.id for node in graph.nodes.values() if _is_flagged(node))
+        if found != self.ids:
+            self.ids, self.changes = found, self.changes + 1
+
+    def follow(self, graph: SoulGraph) -> None:
+        now = set(self.ids)
+        for node_id in self.changed:
+            node = graph.nodes.get(node_id)
+            if node is not None and _is_flagged(node):
+                now.add(node_id)
+            else:
+                now.discard(node_id)
+        self.changed.clear()
+        if now != self.ids:
+            self.ids, self.changes = frozenset(now), self.changes + 1
+
+
+def _is_flagged(node: Node) -> bool:
+    return FLAGGED in node.metadata and bool(record.flagged(node.metadata))
 
 
 _INDEXES: "weakref.WeakKeyDictionary[SoulGraph, _Index]" = weakref.WeakKeyDictionary()
 
 
 def ids(graph: SoulGraph, version: Any = None) -> frozenset[str]:
-    """The ids of the flagged memories in `graph` (hypotheses not included). `version`: what
-    the caller knows changes with every change of the graph (the store's `seq`); the ids are
-    found again when it, the node count or the graph's generation differ from the last call.
-    A change the key misses (an in-process edit of a node's metadata between two saves with
-    the same version) is caught by `unflagged` on every node shown: callers check both."""
+    """The ids of the flagged memories in `graph` (hypotheses not included). `version`: None
+    makes it scan every node again (for a caller that edits nodes' metadata in place, past the
+    graph's methods); otherwise the ids follow the graph's own reports of what changed. An
+    in-process edit of a node's metadata past the graph is caught by `unflagged` on every
+    node shown: callers check both."""
     index = _INDEXES.get(graph)
     if index is None:
-        index = _INDEXES[graph] = _Index()
-    key = (version, graph.generation, len(graph.nodes))
-    if index.key != key or version is None:
-        index.ids = frozenset(node.id for node in graph.nodes.values()
-                              if FLAGGED in node.metadata and record.flagged(node.metadata))
-        index.key = key
+        index = _INDEXES[graph] = _Index(graph)
+    elif version is None:
+        index.scan(graph)
+    elif index.changed:
+        index.follow(graph)
     return index.ids
 
 
@@ -128,7 +154,7 @@ def excluded(graph: SoulGraph, hidden: AbstractSet[str] = frozenset(), version: 
     if not flagged_ids:
         return hidden
     index = _INDEXES[graph]
-    key = (index.key, getattr(hidden, "version", None), len(hidden))
+    key = (index.changes, getattr(hidden, "version", None), len(hidden))
     slot = id(hidden) if hidden else 0  # every empty set is the same reader: one who is hidden nothing
     held = index.excluded.get(slot)
     if held is not None and (held[0] is hidden or not hidden) and held[1] == key:
