@@ -675,6 +675,32 @@ def test_the_vectors_file_is_written_again_after_enough_changes(tmp_path, monkey
     assert again.ready(graph) and again.loaded_from == "file" and len(again.index) == 4
 
 
+def test_a_save_reads_the_rows_in_place_and_is_dropped_when_a_write_overtakes_it(tmp_path, monkeypatch):
+    """The save every SAVE_EVERY changes encodes the index's own float16 rows in a thread (no
+    copy of them): if a row is written before the encoding ends, the file is not written (it
+    could pair a vector with another text's digest) and the next save copies the rows."""
+    monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 8)
+    path = vectors_path(tmp_path / "soul.json")
+    graph = _graph_with([f"memory number {n} about a trip to lake {n % 5}" for n in range(20)])
+    store = VectorStore(path, background=False)
+    assert store.ready(graph) and store.index.matrix.dtype == np.float16
+    written = path.stat().st_mtime_ns
+    index = store.index
+    payload = store._payload(store.model, index, shared=True)
+    assert np.shares_memory(payload["matrix"], index.matrix)
+    check = (index, index.writes)
+    graph.add("a memory written while the save encodes")
+    assert store.ready(graph)
+    store._write_payload(payload, check)
+    assert path.stat().st_mtime_ns == written and store._copy_next_save
+    assert not np.shares_memory(store._payload(store.model, index)["matrix"], index.matrix)
+    payload = store._payload(store.model, index, shared=True)
+    store._write_payload(payload, (index, index.writes))  # nothing written meanwhile: saved
+    again = VectorStore(path, background=False)
+    assert again.ready(graph) and again.loaded_from == "file" and len(again.index) == 21
+    assert np.array_equal(again.index.matrix[:21], index.matrix[:21])
+
+
 def test_the_eval_names_what_hybrid_needs_when_numpy_is_missing(monkeypatch, capsys):
     from soulgraph.eval.__main__ import main
 

@@ -209,6 +209,7 @@ class VectorIndex:
         self.cell_rows: list[Any] = []  # each cell's rows, as intp arrays
         self.cell_coords: list[Any] = []  # ... and their shortlist coordinates, contiguous (read in one pass)
         self.changes = 0  # bumped when a row gets or loses its node: what maps ids to rows starts again
+        self.writes = 0  # bumped before any row is written: a reader of the rows in another thread checks it
 
     @classmethod
     def from_rows(cls, ids: Sequence[str], marks: Any, matrix: Any, vocabulary: int = 0,
@@ -412,6 +413,7 @@ class VectorIndex:
     def put(self, node_id: str, vector: Any, digest: int | str = 0) -> None:
         """Set a node's vector (float16 from HALF_FROM rows on), with the digest of its
         text: an int, or its hex (how older files and callers gave it)."""
+        self.writes += 1
         row = self.row_of.get(node_id)
         if row is None:
             row = self._free.pop() if self._free else len(self.id_of)
@@ -444,6 +446,7 @@ class VectorIndex:
         row = self.row_of.pop(node_id, None)
         if row is None:
             return
+        self.writes += 1
         self._uncount(row)
         self.matrix[row] = 0.0
         if self.shortlist is not None:

@@ -66,6 +66,7 @@ class VectorStore:
         self.graph: SoulGraph | None = None
         self._pending: set[str] = set()
         self._changed_since_save = 0
+        self._copy_next_save = False  # a save that read the rows in place was overtaken by a write
         self._lock = threading.Lock()
         self._building: threading.Thread | None = None
         self._built: tuple[Any, Any, str] | None = None  # (model, index, how), handed over by the builder
@@ -143,11 +144,15 @@ class VectorStore:
             index.fit_shortlist()  # the store doubled since the last fit: tens of ms, once per doubling
         self._changed_since_save += changed
         if self._changed_since_save >= SAVE_EVERY and self.path is not None:
-            # The arrays are copied here; encoding and writing them (tens of ms at 10,000
-            # memories) happen in a thread, so a search never waits for the disk.
-            payload = self._payload(model, index)
-            self._changed_since_save = 0
-            threading.Thread(target=self._write_payload, args=(payload,), name="soulgraph-vectors-save",
+            # The arrays are taken here; encoding and writing them (tens of ms at 10,000
+            # memories) happen in a thread, so a search never waits for the disk. The vectors are
+            # read in place (a copy would be 77 MB at 100,000 memories) unless the last save that
+            # did so was overtaken by a write: then copied, so this one is written.
+            shared = not self._copy_next_save
+            payload = self._payload(model, index, shared=shared)
+            check = (index, index.writes) if shared else None
+            self._changed_since_save, self._copy_next_save = 0, False
+            threading.Thread(target=self._write_payload, args=(payload, check), name="soulgraph-vectors-save",
                              daemon=True).start()
 
     # ------------------------------------------------------------------ search
@@ -312,8 +317,10 @@ class VectorStore:
             self._write_payload(self._payload(model, index))
             self._changed_since_save = 0
 
-    def _payload(self, model: Any, index: Any) -> dict[str, Any]:
-        """The file's arrays, copied out of the index (so the index may change meanwhile)."""
+    def _payload(self, model: Any, index: Any, shared: bool = False) -> dict[str, Any]:
+        """The file's arrays, copied out of the index (so the index may change meanwhile); with
+        `shared`, the vectors a view of the index's own rows when every row up to the last has
+        its memory and they are float16 (a writer then checks `index.writes`: `_write_payload`)."""
         import numpy as np
 
         # Built from arrays, without an object per memory (what would stay behind in the heap).
@@ -333,20 +340,28 @@ class VectorStore:
             "ids": np.array([id_of[row] for row in order.tolist()], dtype=str),
             # The 16-digit hex older versions wrote and read.
             "digests": np.frombuffer(binascii.hexlify(marks), "S16").astype("U16"),
-            "matrix": index.matrix[order].astype(np.float16, copy=False),
+            "matrix": (index.matrix[: len(order)] if shared and len(order) == len(id_of) and index.matrix.dtype == np.float16
+                       else index.matrix[order].astype(np.float16, copy=False)),
             # Each memory's token ids, one after another, and where each one's end: a start then
             # counts the store's words without tokenising every memory again.
             "tokens": tokens,
             "token_ends": ends,
         }
 
-    def _write_payload(self, payload: dict[str, Any]) -> None:
+    def _write_payload(self, payload: dict[str, Any], check: tuple[Any, int] | None = None) -> None:
+        """Encode and write the file. `check`: (index, its `writes` when the payload was taken),
+        for a payload whose vectors are the index's own rows: if a row was written since, the
+        file could pair a vector with another text's digest, so it is not written, and the next
+        save copies the rows (the changes since count towards it; a stop saves them)."""
         import numpy as np
 
         buffer = io.BytesIO()
         np.savez(buffer, **payload)
         try:
-            write_atomically(self.path, buffer.getbuffer(), default_mode=0o600)  # not a copy of it
+            if check is not None and check[0].writes != check[1]:
+                self._copy_next_save = True
+            else:
+                write_atomically(self.path, buffer.getbuffer(), default_mode=0o600)  # not a copy of it
         except OSError as exc:
             self.reason = f"the vectors file could not be written: {exc}"  # search still works
         payload.clear()  # the arrays go now (a thread's own arguments would hold them until it ends)
