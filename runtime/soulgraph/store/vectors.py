@@ -314,7 +314,9 @@ class VectorStore:
 
     def _write(self, model: Any, index: Any) -> None:
         if self.path is not None:
-            self._write_payload(self._payload(model, index))
+            # In this thread (a stop, a load before its hand-over): the vectors read in place,
+            # checked as a save's thread checks them, should another thread write meanwhile.
+            self._write_payload(self._payload(model, index, shared=True), (index, index.writes))
             self._changed_since_save = 0
 
     def _payload(self, model: Any, index: Any, shared: bool = False) -> dict[str, Any]:
