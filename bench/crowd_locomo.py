@@ -95,12 +95,16 @@ QUESTION_WEIGHTS_SAID = {"both": "half by this store's word frequencies, half by
                          "model": "by the model's word frequencies alone (general English)"}
 
 
-def _rough_only(self, query, n):
-    """VectorIndex._nearest_rows with the shortlist's cosines as the ranking (no full rows read)."""
+def _rough_only(self, query, n, skip=None):
+    """VectorIndex._nearest_rows with the shortlist's cosines as the ranking (no full rows read);
+    `skip`: rows never returned, as there."""
     used = len(self.id_of)
     if n <= 0 or not self.row_of or not query.any():
         return np.zeros(0, np.intp), np.zeros(0, np.float32)
     rough = self.shortlist[:used] @ (query @ self.basis)
+    if skip is not None:
+        skip = skip[:used] if len(skip) >= used else np.pad(skip, (0, used - len(skip)))
+        rough[skip] = -np.inf
     n = min(n, used)
     top = np.sort(np.argpartition(rough, used - n)[used - n:])
     top = top[np.argsort(-rough[top], kind="stable")]
