@@ -63,9 +63,9 @@ sys.path.insert(0, str(ROOT / "runtime"))
 
 from mcp import Client  # noqa: E402
 
+from soulgraph.engine import record  # noqa: E402
 from soulgraph.hermes import seed  # noqa: E402
 from soulgraph.hermes.memory_service import MemoryService  # noqa: E402
-from soulgraph.memory import record  # noqa: E402
 from soulgraph.memory.scanner import scan  # noqa: E402
 from soulgraph.server.app import build_server  # noqa: E402
 from soulgraph.soulrepo.importer import import_soul  # noqa: E402

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from soulgraph.engine import record
 from soulgraph.hermes.memory_service import MemoryService
-from soulgraph.memory import flagged, lifecycle, record
+from soulgraph.memory import flagged, lifecycle
 from soulgraph.soulrepo.bundle import bundle
 from soulgraph.soulrepo.export import export
 from soulgraph.store import SoulFile

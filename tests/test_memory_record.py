@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
 from soulgraph.engine.load import load_graph, parse_node_record
-from soulgraph.memory import record
 from soulgraph.store import SCHEMA, SoulFile, SoulFileError
 
 

@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 import pytest
 
-from soulgraph.memory import record
+from soulgraph.engine import record
 from soulgraph.store import SoulFile
 from tests.mcp_session import server_params
 

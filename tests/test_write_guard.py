@@ -27,9 +27,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import SoulGraph
 from soulgraph.hermes import memory_service
-from soulgraph.memory import guard, lifecycle, record
+from soulgraph.memory import guard, lifecycle
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.server.toolsets import TOOLSETS, tool_names
 from soulgraph.store import SoulFile

@@ -1,5 +1,5 @@
-"""The soul graph engine: nodes, DAG edges, the splay tree, the word index. Pure: no I/O,
-time from an injectable clock."""
+"""The soul graph engine: nodes, DAG edges, the memory record every node carries (record.py),
+the splay tree, the word index. Pure: no I/O, time from an injectable clock."""
 
 from soulgraph.engine.graph import CycleError, Hit, Node, SoulGraph, SoulGraphError, UnknownNode
 

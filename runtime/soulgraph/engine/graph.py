@@ -24,11 +24,10 @@ from collections import deque
 from dataclasses import dataclass, field, fields
 from typing import AbstractSet, Any, Callable, Container, Iterable, Iterator
 
-from soulgraph.engine import edges
+from soulgraph.engine import edges, record
 from soulgraph.engine.bitsets import RecencyTiers, has_slot
 from soulgraph.engine.index import InvertedIndex, words
 from soulgraph.engine.splay import SplayTree
-from soulgraph.memory import record
 
 DAY = 86400.0
 Clock = Callable[[], float]
@@ -75,7 +74,7 @@ class Node:
     access_count: int = 0
     pinned: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
-    # The memory record (memory/record.py has the meanings and the allowed values). A field
+    # The memory record (engine/record.py has the meanings and the allowed values). A field
     # equal to its default is left out of the file (`to_dict`), so old records read as-is.
     kind: str = record.DEFAULT_KIND
     source: str = ""
@@ -173,7 +172,7 @@ class SoulGraph:
     def __init__(self, clock: Clock = time.time, recency_weight: float = DEFAULT_RECENCY_WEIGHT):
         self.clock = clock
         self.recency_weight = recency_weight
-        # How fast reinforcement fades without confirmation (memory/record.py); a setting of
+        # How fast reinforcement fades without confirmation (engine/record.py); a setting of
         # the store and the server (--strength-half-life-days).
         self.strength_half_life = record.STRENGTH_HALF_LIFE
         self.nodes: dict[str, Node] = {}
@@ -281,7 +280,7 @@ class SoulGraph:
         scope: str = record.DEFAULT_SCOPE,
     ) -> Node:
         """Add a node, optionally built on `parents` (which must exist). The memory fields
-        (memory/record.py) are checked: `kind` defaults to axiom for a pin, else note."""
+        (engine/record.py) are checked: `kind` defaults to axiom for a pin, else note."""
         memory = {"kind": kind or ("axiom" if pinned else record.DEFAULT_KIND), "source": source,
                   "source_ref": source_ref, "writer": writer, "confidence": confidence,
                   "importance": importance, "privacy": privacy, "valid_from": valid_from, "valid_to": valid_to,
@@ -1043,7 +1042,7 @@ class SoulGraph:
     # ----------------------------------------------------------------- record edits
     def update(self, node_id: str, **values: Any) -> Node:
         """Set memory fields of a node (status, strength, superseded_by, validity, …), each
-        checked against memory/record.py; the change is kept for the journal and undo."""
+        checked against engine/record.py; the change is kept for the journal and undo."""
         node = self.get(node_id)
         checked = {}
         for name, value in values.items():

@@ -37,10 +37,10 @@ from operator import add, attrgetter, is_not, itemgetter, lt, truediv
 from typing import Any, Iterable, Iterator, Mapping
 
 from soulgraph.engine import edges
+from soulgraph.engine import record as memory_record
 from soulgraph.engine.graph import DAY, DEFAULT_RECENCY_WEIGHT, MEMORY_DEFAULTS, Clock, Node, SoulGraph
 from soulgraph.engine.index import InvertedIndex
 from soulgraph.engine.splay import SplayTree
-from soulgraph.memory import record as memory_record
 
 # The columns are passed to Node positionally (`map(Node, ...)`): refuse to run against a
 # Node whose fields moved, rather than build nodes with swapped fields.

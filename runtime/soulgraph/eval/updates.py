@@ -35,9 +35,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from soulgraph.engine import record as memory_record
 from soulgraph.engine.graph import SoulGraph
 from soulgraph.hermes.memory_service import MemoryService
-from soulgraph.memory import record as memory_record
 from soulgraph.memory.guard import RefusedMemory
 from soulgraph.store import SoulFile
 from soulgraph.store.vectors import VectorStore, vectors_path

@@ -23,9 +23,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes.turns import session_node, session_turns
-from soulgraph.memory import entities, guard, lifecycle, record, updates
+from soulgraph.memory import entities, guard, lifecycle, updates
 from soulgraph.memory.scopes import SHARED
 from soulgraph.memory.write import RefusedMemory, remember
 

@@ -49,9 +49,10 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from soulgraph import __version__
+from soulgraph.engine import record
 from soulgraph.engine.graph import ACTIVE, SoulGraph
 from soulgraph.hermes import consolidate as consolidation, turns
-from soulgraph.memory import entities, flagged, lifecycle, ranking, record, scopes, snapshot, updates, upkeep
+from soulgraph.memory import entities, flagged, lifecycle, ranking, scopes, snapshot, updates, upkeep
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 from soulgraph.store.vectors import VectorStore, vectors_path

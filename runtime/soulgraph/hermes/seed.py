@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import Clock, CycleError, SoulGraph
 from soulgraph.hermes.home import HermesHomeError, read_text_leniently, resolve_home
 from soulgraph.hermes.markdown_entries import normalise, parse_blocks, stretches
-from soulgraph.memory import guard, record
+from soulgraph.memory import guard
 from soulgraph.memory.guard import flagged_nodes
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError

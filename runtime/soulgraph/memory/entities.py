@@ -34,8 +34,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import AbstractSet, Callable, Container, Iterable
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import ACTIVE, Hit, Node, SoulGraph
-from soulgraph.memory import record
 
 TAG_PREFIX = "entity:"
 METADATA_KEY = "entities"  # a memory's metadata: {name as written: type}

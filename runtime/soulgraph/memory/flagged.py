@@ -30,8 +30,9 @@ import weakref
 from datetime import datetime, timezone
 from typing import AbstractSet, Any, Callable, Iterable
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import HiddenIds, Node, SoulGraph, SoulGraphError
-from soulgraph.memory import lifecycle, record
+from soulgraph.memory import lifecycle
 
 FLAGGED = record.FLAGGED
 RELEASED = "released"

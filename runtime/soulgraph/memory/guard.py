@@ -37,8 +37,8 @@ import functools
 import re
 from typing import Any, Iterable, Iterator, Sequence
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
-from soulgraph.memory import record
 
 FLAGGED = record.FLAGGED
 # A memory stored beside flagged text in a seeded or imported file (another paragraph of the same

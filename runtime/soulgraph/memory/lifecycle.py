@@ -22,8 +22,8 @@ import hashlib
 import json
 from typing import Any
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
-from soulgraph.memory import record
 
 ACTIONS = ("confirm", "weaken", "contradict", "supersede", "revise", "archive", "merge", "share", "forget",
            "release")

@@ -41,9 +41,9 @@ import math
 from typing import AbstractSet, Callable, Protocol
 
 from soulgraph.engine import hybrid, when
+from soulgraph.engine import record
 from soulgraph.engine.graph import ACTIVE, Hit, Node, SoulGraph
 from soulgraph.engine.index import words
-from soulgraph.memory import record
 
 STRENGTH_WEIGHT = 0.25
 REPLACEMENT_SHARE = 0.95

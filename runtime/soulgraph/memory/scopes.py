@@ -1,7 +1,7 @@
 """Whose memory a memory is: scopes, so that one user of an agent never reads another's.
 
 A Hermes gateway serves many people through one agent (Telegram, Discord, Slack, an
-OpenAI-compatible API). Every memory carries a `scope` (memory/record.py):
+OpenAI-compatible API). Every memory carries a `scope` (engine/record.py):
 
 - `""`, **shared**: the agent's own memory, seen by every user of it: its SOUL.md, skills,
   imported soul repos, lessons the operator approved, and what was said in sessions that
@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import AbstractSet, Callable
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import Node, SoulGraph, UnknownNode
-from soulgraph.memory import record
 
 SHARED = record.DEFAULT_SCOPE
 SHARED_NAME = "shared"  # how the CLI and the tools name the shared scope

@@ -39,8 +39,8 @@ import heapq
 import itertools
 from typing import Callable, Iterable, Iterator
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import ACTIVE, Node, SoulGraph
-from soulgraph.memory import record
 
 DEFAULT_MAX_CHARS = 2200
 LINE_CHARS = 300

@@ -29,8 +29,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import ACTIVE, Node, SoulGraph
-from soulgraph.memory import lifecycle, record
+from soulgraph.memory import lifecycle
 
 ARCHIVE_BELOW = 0.05  # effective strength: written once and left alone for ~130 days (30-day half-life)
 MAX_NODES = 20_000  # memories one plan looks at

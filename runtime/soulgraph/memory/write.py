@@ -25,8 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import Node, SoulGraph, UnknownNode
-from soulgraph.memory import guard, record
+from soulgraph.memory import guard
 from soulgraph.memory.guard import RefusedMemory
 
 FLAGGED = record.FLAGGED  # metadata key: the scanner rules an injection-marked memory matched

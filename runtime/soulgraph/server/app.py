@@ -42,8 +42,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from soulgraph import __version__
+from soulgraph.engine import record
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
-from soulgraph.memory import entities, filters, flagged, ranking, record, scopes, snapshot
+from soulgraph.memory import entities, filters, flagged, ranking, scopes, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.memory import markdown_files as files
 from soulgraph.server import markdown_tools, memory_tools, shapes, stdio

@@ -22,7 +22,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from soulgraph.memory import flagged, lifecycle, markdown_files as files, record
+from soulgraph.engine import record
+from soulgraph.memory import flagged, lifecycle, markdown_files as files
 from soulgraph.server import markdown_tools, shapes
 from soulgraph.server.answers import tool_registrar
 

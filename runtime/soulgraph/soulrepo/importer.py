@@ -47,11 +47,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import SoulGraph
 from soulgraph.hermes.home import HermesHomeError, resolve_home
 from soulgraph.hermes.markdown_entries import Block, normalise, parse_blocks, stretches
 from soulgraph.hermes.seed import flagged_report, seed_graph
-from soulgraph.memory import guard, lifecycle, record
+from soulgraph.memory import guard, lifecycle
 from soulgraph.memory.markdown_files import SEPARATOR, locked
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.soulrepo import learned

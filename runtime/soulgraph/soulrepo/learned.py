@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import Node, SoulGraph
-from soulgraph.memory import flagged, record, scopes
+from soulgraph.memory import flagged, scopes
 from soulgraph.memory.scanner import scan
 
 LAYER = "learned"

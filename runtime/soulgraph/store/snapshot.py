@@ -6,7 +6,7 @@ Schema 4 (written by this version)::
      "nodes": [{"id", "content", "tags", "created_at", "last_accessed",
                 "access_count", "pinned", "metadata", "parents": [ids],
                 the memory record's fields that differ from their defaults:
-                "kind", "source", "confidence", "status", … (memory/record.py)}, ...],
+                "kind", "source", "confidence", "status", … (engine/record.py)}, ...],
      "exploration": {"nodes": [... the same ...]},
      "audit": [{"at", "action", "node", "writer", "reason"?, "before", "after"}, ...]}
 

@@ -36,9 +36,10 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, SoulGraph
 from soulgraph.engine.load import paused_gc
-from soulgraph.memory import guard, record
+from soulgraph.memory import guard
 from soulgraph.store import journal, snapshot
 from soulgraph.store.atomic import FolderSyncError, fsync_folder, sweep_temp_files, write_atomically
 from soulgraph.store.journal import JournalError
