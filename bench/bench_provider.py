@@ -44,7 +44,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import synthetic  # noqa: E402
 from soulgraph.hermes import plugin_files  # noqa: E402
 from soulgraph.store import SoulFile  # noqa: E402
-from soulgraph.store.vectors import VectorStore, vectors_path  # noqa: E402
 from tests import hermes_chat, hermes_client  # noqa: E402
 from tests.openai_stub import OpenAIStub  # noqa: E402
 
@@ -88,12 +87,12 @@ DRIVER = textwrap.dedent('''
 ''')
 
 
-def make_vectors(soul_file: Path) -> None:
+def warn_without_vectors(soul_file: Path) -> None:
     """The soul's vectors file, as a host has it from the service's first start on: without it the
     measured turns would run beside the service embedding every memory in the background."""
-    store = VectorStore(vectors_path(soul_file), background=False)
-    if not store.ready(SoulFile(soul_file).graph()):
-        print(f"no vectors: {store.status().get('reason', 'unknown')}; the turns are lexical", file=sys.stderr)
+    reason = synthetic.make_vectors(soul_file)
+    if reason is not None:
+        print(f"no vectors: {reason}; the turns are lexical", file=sys.stderr)
 
 
 def spread_over_users(graph, users: int):
@@ -131,7 +130,7 @@ def main() -> None:
         home = hermes_client.make_hermes_home(Path(folder) / "home")
         soul_file = home / "soul.json"
         SoulFile(soul_file).save(synthetic.build(args.nodes))
-        make_vectors(soul_file)
+        warn_without_vectors(soul_file)
         plugin_files.write(plugin_files.plan(home, sys.executable, soul_file))
         noop = home / "plugins" / "noop"
         noop.mkdir(parents=True)
@@ -143,7 +142,7 @@ def main() -> None:
         if args.users:
             scoped = hermes_client.make_hermes_home(Path(folder) / "scoped")
             SoulFile(scoped / "soul.json").save(spread_over_users(synthetic.build(args.nodes), args.users))
-            make_vectors(scoped / "soul.json")
+            warn_without_vectors(scoped / "soul.json")
             plugin_files.write(plugin_files.plan(scoped, sys.executable, scoped / "soul.json"))
             results[f"{args.users} users"] = run(python, scoped, "soulgraph", args.turns, questions, user)
     base = results["noop"]

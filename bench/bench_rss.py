@@ -38,7 +38,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment  # n
 
 import synthetic  # noqa: E402
 from soulgraph.store import SoulFile  # noqa: E402
-from soulgraph.store.vectors import VectorStore, vectors_path  # noqa: E402
+from soulgraph.store.vectors import vectors_path  # noqa: E402
 
 LAYOUTS = ("with journal", "soul.json alone")
 PRELOAD_STARTS = 0.3  # seconds: the server starts its background read 50 ms after tools/list
@@ -129,13 +129,6 @@ def one_run(runtime: Path, source: Path, layout: str, calls: int, embed: bool) -
         return asyncio.run(measure(runtime, soul_file, calls, embed))
 
 
-def make_vectors(soul_file: Path) -> None:
-    """The soul's vectors file, made here once, so no server measured spends its start embedding."""
-    store = VectorStore(vectors_path(soul_file), background=False)
-    if not store.ready(SoulFile(soul_file).graph()):
-        raise SystemExit(f"--embed: no vectors here ({store.status().get('reason', 'unknown')})")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000, help="memories in the soul (default 100,000)")
@@ -149,8 +142,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder, worktree(args.base) as base_tree:
         source = Path(folder) / "soul.json"
         SoulFile(source).save(synthetic.build(args.size))
-        if args.embed:
-            make_vectors(source)
+        reason = synthetic.make_vectors(source) if args.embed else None
+        if reason is not None:
+            raise SystemExit(f"--embed: no vectors here ({reason})")
         trees = {"this tree": args.runtime.resolve(), args.base[:12]: base_tree / "runtime"}
         results: dict[tuple[str, str], list[dict[str, float]]] = {}
         for _ in range(args.runs):

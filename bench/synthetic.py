@@ -56,3 +56,16 @@ def build(n_nodes: int, seed: int = 1) -> SoulGraph:
 def questions(n: int, seed: int = 2) -> list[str]:
     rng = random.Random(seed)
     return [sentence(rng, rng.randint(3, 8)) for _ in range(n)]
+
+
+def make_vectors(soul_file) -> str | None:
+    """Write the soul's vectors file, as a host has it from the memory service's first start on,
+    so that what a bench measures does not run beside a background embedding of every memory.
+    Returns None when the vectors are ready, else why they are not (no `embed` extra, …)."""
+    from soulgraph.store import SoulFile
+    from soulgraph.store.vectors import VectorStore, vectors_path
+
+    store = VectorStore(vectors_path(soul_file), background=False)
+    if store.ready(SoulFile(soul_file).graph()):
+        return None
+    return store.status().get("reason", "unknown")

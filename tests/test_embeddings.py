@@ -138,19 +138,29 @@ def _sentence_like_rows(rows: int, dimensions: int, seed: int = 7) -> np.ndarray
     return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 
-def test_a_large_index_is_searched_on_its_shortlist_and_a_small_one_exactly(monkeypatch):
+@pytest.fixture
+def small_shortlist(monkeypatch):
+    """The shortlist from 256 rows, of 16 dimensions: its tests hold hundreds of rows, not thousands."""
     monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 256)
     monkeypatch.setattr(embeddings, "SHORTLIST_DIMENSIONS", 16)
+
+
+def _put(index: VectorIndex, rows: np.ndarray, start: int = 0) -> VectorIndex:
+    """Rows under the ids m0000, m0001, … from `start` on."""
+    for n, row in enumerate(rows, start):
+        index.put(f"m{n:04d}", row)
+    return index
+
+
+def test_a_large_index_is_searched_on_its_shortlist_and_a_small_one_exactly(small_shortlist):
     rows = _sentence_like_rows(600, 48)
     index = VectorIndex(48)
-    for n, row in enumerate(rows[:255]):
-        index.put(f"m{n:04d}", row)
+    _put(index, rows[:255])
     assert not index.shortlist_due() and index.shortlist is None  # small: every search is exact
     exact = lambda query, n: [f"m{row:04d}" for row in np.argsort(-(rows[: len(index)] @ query), kind="stable")[:n]]  # noqa: E731
     assert [i for i, _ in index.nearest(rows[3], 20)] == exact(rows[3], 20)
 
-    for n, row in enumerate(rows[255:], 255):
-        index.put(f"m{n:04d}", row)
+    _put(index, rows[255:], 255)
     assert index.shortlist_due()
     index.fit_shortlist()
     assert index.shortlist.shape[1] == 16 and not index.shortlist_due()
@@ -173,23 +183,19 @@ def test_a_large_index_is_searched_on_its_shortlist_and_a_small_one_exactly(monk
     assert index.shortlist_due()
 
 
-def test_skipped_rows_are_never_returned_and_an_exact_search_ranks_the_rest_as_before(monkeypatch):
+def test_skipped_rows_are_never_returned_and_an_exact_search_ranks_the_rest_as_before(small_shortlist):
     """Other users' rows left out of the search itself (`skip`): below the shortlist the answer
     is the unskipped ranking with those rows taken out; on the shortlist, n rows, none skipped;
     and a skip made before rows were added or removed still holds for the rows it named."""
-    monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 256)
-    monkeypatch.setattr(embeddings, "SHORTLIST_DIMENSIONS", 16)
     rows = _sentence_like_rows(600, 48, seed=3)
     index = VectorIndex(48)
-    for n, row in enumerate(rows[:200]):
-        index.put(f"m{n:04d}", row)
+    _put(index, rows[:200])
     hidden = {f"m{n:04d}" for n in range(0, 200, 3)}
     skip = index.rows_of(hidden | {"not-a-node"})
     for query in rows[[1, 5, 90]]:
         every = index.nearest_ids(query, 200)
         assert index.nearest_ids(query, 20, skip) == [i for i in every if i not in hidden][:20]
-    for n, row in enumerate(rows[200:], 200):
-        index.put(f"m{n:04d}", row)
+    _put(index, rows[200:], 200)
     index.fit_shortlist()
     for query in rows[[2, 7, 300, 555]]:
         found = index.nearest_ids(query, 30, skip)  # a skip shorter than the rows: the new ones count
@@ -223,19 +229,15 @@ def test_the_vector_store_fits_the_shortlist_at_a_load_and_as_the_store_grows(tm
 
 
 # ---------------------------------------------------------------- the index's memory (issue 31)
-def test_a_shortlisted_index_keeps_its_rows_as_float16_and_scores_them_as_widened(monkeypatch):
+def test_a_shortlisted_index_keeps_its_rows_as_float16_and_scores_them_as_widened(small_shortlist, monkeypatch):
     """Below SHORTLIST_FROM rows float32 (the whole matrix is multiplied at each search); from
     there float16, what the file holds, so a row in memory is the row a reload gives; the rows a
     search scores in full are widened exactly (bit for bit as numpy's own cast)."""
-    monkeypatch.setattr(embeddings, "SHORTLIST_FROM", 256)
-    monkeypatch.setattr(embeddings, "SHORTLIST_DIMENSIONS", 16)
     rows = _sentence_like_rows(600, 48, seed=5)
     index = VectorIndex(48)
-    for n, row in enumerate(rows[:255]):
-        index.put(f"m{n:04d}", row)
+    _put(index, rows[:255])
     assert index.matrix.dtype == np.float32
-    for n, row in enumerate(rows[255:], 255):
-        index.put(f"m{n:04d}", row)
+    _put(index, rows[255:], 255)
     index.fit_shortlist()
     assert index.matrix.dtype == np.float16 and index.shortlist.dtype == np.float32
     assert np.array_equal(index.matrix[:600], rows.astype(np.float16))  # as the file rounds them

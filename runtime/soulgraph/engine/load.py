@@ -169,10 +169,11 @@ def _finite_times(column: tuple[Any, ...], kinds: set[type]) -> list[float] | No
 _CLEAN_TYPES = (str, str, list, float, float, int, bool, dict, list)
 
 
-def _clean_columns(records: list[Any]) -> _Columns | None:
+def _clean_columns(records: list[Any], copied: bool = True) -> _Columns | None:
     """The columns when every record is a complete, well-typed object; None otherwise
     (some field missing or wrong: the record-by-record path finds out which). Parent ids
-    are checked by `_fill`, which looks every one of them up anyway."""
+    are checked by `_fill`, which looks every one of them up anyway. `copied`: each tag list
+    and metadata dict a copy of the record's; False when `_own_values` makes new ones anyway."""
     if _types(records) != {dict}:
         return None
     try:
@@ -195,8 +196,10 @@ def _clean_columns(records: list[Any]) -> _Columns | None:
     memory = _memory_columns(records)
     if memory is None:
         return None
-    columns = _Columns(_compact(ids), list(contents), list(map(list, tags)), created, accessed, list(counts),
-                       list(pins), list(map(dict, metas)), list(parents))
+    if copied:
+        tags, metas = map(list, tags), map(dict, metas)
+    columns = _Columns(_compact(ids), list(contents), list(tags), created, accessed, list(counts),
+                       list(pins), list(metas), list(parents))
     columns.memory = memory
     return columns
 
@@ -353,7 +356,7 @@ def load_graph(records: list[Any], *, next_id: object, exploration: object, cloc
     with paused_gc():
         graph = SoulGraph(clock=clock, recency_weight=recency_weight)
         if records:
-            columns = _clean_columns(records) or _checked_columns(records)
+            columns = _clean_columns(records, copied=not consume) or _checked_columns(records)
             if consume:
                 _own_values(columns)
                 records.clear()
