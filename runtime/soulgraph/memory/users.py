@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from soulgraph.engine.graph import SoulGraphError
-from soulgraph.memory import lifecycle, markdown_files as files, scopes
+from soulgraph.memory import lifecycle, markdown_copies, markdown_files as files, scopes
 from soulgraph.store import SoulFile
 
 WRITER = "operator:soulgraph.store"
@@ -59,8 +59,6 @@ def forget_user(soul: SoulFile, scope: str, reason: str, folder: Path | None = N
     journal (the store rewrites both, and deletes its own copies that held the text), and each
     entry a memory of theirs put in MEMORY.md / USER.md (Hermes' memory tool, mirrored) taken
     out of those files; the user's name replaced in the audit trail by a digest."""
-    from soulgraph.server import markdown_tools  # the markdown side of a forget (copies, scrub)
-
     scope = scopes.parse(scope)
     if not scope:
         raise UsersError("forget-user needs a user's scope (platform:user), not the shared scope")
@@ -71,10 +69,10 @@ def forget_user(soul: SoulFile, scope: str, reason: str, folder: Path | None = N
 
     def apply(graph) -> None:
         nodes = [graph.nodes[i] for i in graph.scopes.get(scope, ())]
-        written = sorted({copy for node in nodes for copy in markdown_tools.copies(node)})
+        written = sorted({copy for node in nodes for copy in markdown_copies.copies(node)})
         outcome["ids"] = lifecycle.forget_user(graph, scope, reason.strip(), writer=WRITER)
         # Inside the change: a markdown file that cannot be rewritten takes the whole forget back.
-        outcome["scrubbed"] = markdown_tools.scrub_forgotten(markdown, graph, written)
+        outcome["scrubbed"] = markdown_copies.scrub_forgotten(markdown, graph, written)
 
     warnings_before = len(soul.warnings)
     try:

@@ -23,8 +23,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from soulgraph.engine import record
-from soulgraph.memory import flagged, lifecycle, markdown_files as files
-from soulgraph.server import markdown_tools, shapes
+from soulgraph.memory import flagged, lifecycle, markdown_copies, markdown_files as files
+from soulgraph.server import shapes
 from soulgraph.server.answers import tool_registrar
 
 from soulgraph.server.toolsets import MEMORY_TOOLS as TOOL_NAMES  # noqa: E402,F401
@@ -101,11 +101,11 @@ def register(server: MCPServer, tools: Any, folder: files.Folder | None = None) 
         stays. A pinned axiom needs force=true."""
 
         def apply(graph):
-            written = markdown_tools.copies(tools.own(graph, node_id))
+            written = markdown_copies.copies(tools.own(graph, node_id))
             lifecycle.forget(graph, node_id, reason, writer="tool:soul_forget", force=force)
             # Inside the change: a file that cannot be rewritten takes the forget back, so
             # the memory is never half gone.
-            return markdown_tools.scrub_forgotten(folder, graph, written)
+            return markdown_copies.scrub_forgotten(folder, graph, written)
 
         try:
             scrubbed = tools.change(apply)
