@@ -1,0 +1,246 @@
+"""The command-output samples in README.md and docs/, made by running the commands.
+
+A sample in a page is a fenced block right after a marker line:
+
+    <!-- sample: backup-copy-alone -->
+    ```
+    $ python -m soulgraph.store check ~/copied-soul.json
+    {…what it printed…}
+    ```
+
+`SAMPLES` maps each name to a function that builds the state the sample starts from, runs the
+commands it shows (real processes, each with a deadline) and returns the block's text.
+`scripts/refresh-docs` writes the fresh text into the pages; `scripts/refresh-docs --check` (and
+tests/test_doc_samples.py) fails when a page's sample no longer matches what the commands print,
+after `normalised` has masked what differs from run to run (times, durations, shas).
+
+Each sample runs in a fresh folder that stands in for the reader's home: `~` in a command is that
+folder, and in the output the folder's path reads `/tmp/demo`, as the pages show it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOWN_HOME = "/tmp/demo"  # the reader's home, as the samples print it
+COMMAND_TIMEOUT = 120.0  # seconds, each command a sample runs
+
+
+class SampleError(RuntimeError):
+    """A sample's command failed in a way the sample does not show, or ran past its deadline."""
+
+
+class Session:
+    """A shell session in a fresh home: what `run` prints becomes the sample's text."""
+
+    def __init__(self, home: Path):
+        self.home = home
+        self.lines: list[str] = []
+        self.env = dict(os.environ, HOME=str(home), HERMES_HOME=str(home / ".hermes"),
+                        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                        PYTHONDONTWRITEBYTECODE="1", TZ="UTC", COLUMNS="200")
+        self.env.pop("SOULGRAPH_SOUL_FILE", None)
+
+    def run(self, command: str, *, head: int | None = None, shown: str | None = None, expect: int | None = 0) -> str:
+        """Run `command` in bash from the home folder; the sample shows `$ command` (or `shown`)
+        and what it printed (stdout then stderr), its first `head` lines and `...` when cut.
+        `expect`: the exit status the sample shows (None: any)."""
+        try:
+            proc = subprocess.run(["bash", "-c", command], cwd=self.home, env=self.env, capture_output=True,
+                                  text=True, timeout=COMMAND_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise SampleError(f"{command!r} ran past its {COMMAND_TIMEOUT:.0f} s deadline") from None
+        if expect is not None and proc.returncode != expect:
+            raise SampleError(f"{command!r} exited {proc.returncode}, the sample shows {expect}:\n"
+                              f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        output = (proc.stdout + proc.stderr).replace(str(self.home), SHOWN_HOME).rstrip("\n")
+        lines = output.split("\n") if output else []
+        if head is not None and len(lines) > head:
+            lines = lines[:head] + ["  ..."]
+        self.lines.append(f"$ {shown or command}")
+        self.lines.extend(lines)
+        return proc.stdout
+
+    def note(self, text: str) -> None:
+        """A line of the sample that is not a command's output (what happened meanwhile)."""
+        self.lines.append(text)
+
+    def python(self, code: str) -> str:
+        """Run Python code with the project's interpreter, unseen in the sample (set-up)."""
+        try:
+            proc = subprocess.run([sys.executable, "-c", code], cwd=self.home, env=self.env, capture_output=True,
+                                  text=True, timeout=COMMAND_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise SampleError(f"a set-up step ran past its {COMMAND_TIMEOUT:.0f} s deadline") from None
+        if proc.returncode != 0:
+            raise SampleError(f"a set-up step failed:\n{proc.stderr[-3000:]}")
+        return proc.stdout
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- set-ups
+# A soul an agent wrote through the MCP server's own tools: two memories, a link, a pin and a
+# hypothesis, then a change in the journal that soul.json does not hold yet.
+AGENT_WROTE = """
+import os
+from soulgraph.memory.write import explore, remember
+from soulgraph.store import SoulFile
+
+soul = SoulFile(os.path.expanduser("~/.hermes/soul.json"))
+with soul.change() as graph:
+    plan = remember(graph, "Rollout plan: one wheel per sha", ["project:fleet"], writer="tool:soul_add").node
+soul.compact()
+with soul.change() as graph:
+    lesson = remember(graph, "Switch the runtime with an atomic symlink rename", ["lesson"], writer="tool:soul_add",
+                      parents=[plan.id]).node
+    graph.pin(lesson.id)
+    explore(graph, "Maybe keep two releases for a rollback", ["idea"], parents=[lesson.id])
+"""
+
+
+def _agent_home(session: Session) -> None:
+    (session.home / ".hermes").mkdir(mode=0o700)
+    session.python(AGENT_WROTE)
+
+
+# ----------------------------------------------------------------------------- the samples
+def engine_library(session: Session) -> str:
+    """README.md: the engine as a library (the Python block above the sample)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(from soulgraph import SoulGraph\n.*?)```", readme, re.S)
+    if code is None:
+        raise SampleError("README.md: the engine's Python example (```python … from soulgraph import SoulGraph) is gone")
+    return session.python(code.group(1))
+
+
+def backup_copy_alone(session: Session) -> str:
+    """docs/backup.md: a copy of soul.json alone misses the journal's writes."""
+    _agent_home(session)
+    session.run("ls -l ~/.hermes")
+    session.run("cp ~/.hermes/soul.json ~/copied-soul.json")
+    session.run("python -m soulgraph.store check ~/copied-soul.json", head=10)
+    return session.text()
+
+
+def backup_files_apart(session: Session) -> str:
+    """docs/backup.md: the two files copied one after the other, with a compaction between."""
+    _agent_home(session)
+    session.run("mkdir ~/filecopy && cp ~/.hermes/soul.json ~/filecopy/soul.json", shown="cp ~/.hermes/soul.json ~/filecopy/soul.json")
+    session.python(AGENT_WROTE.split("soul = ")[0] + """
+soul = SoulFile(os.path.expanduser("~/.hermes/soul.json"))
+with soul.change() as graph:
+    remember(graph, "Keep the gateway's unit file in ~/.config/systemd/user", ["lesson"], writer="tool:soul_add")
+soul.compact()
+with soul.change() as graph:
+    remember(graph, "A host's run lock sits beside its releases", ["lesson"], writer="tool:soul_add")
+""")
+    session.note("   (a server writes a memory and compacts)")
+    session.run("cp ~/.hermes/soul.json.journal ~/filecopy/soul.json.journal")
+    session.run("python -m soulgraph.store check ~/filecopy/soul.json", expect=1)
+    return session.text()
+
+
+def _unseen_backup(session: Session) -> str:
+    """A backup of the agent's soul made before the sample starts; its path as `~/…`."""
+    out = subprocess.run([sys.executable, "-m", "soulgraph.store", "backup", str(session.home / ".hermes/soul.json"),
+                          str(session.home / "soul-backups") + "/"], env=session.env, capture_output=True, text=True,
+                         timeout=COMMAND_TIMEOUT)
+    if out.returncode != 0:
+        raise SampleError(f"the backup a sample starts from failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout)["path"].replace(str(session.home), "~")
+
+
+def backup(session: Session) -> str:
+    """docs/backup.md: an online backup."""
+    _agent_home(session)
+    session.run("python -m soulgraph.store backup ~/.hermes/soul.json ~/soul-backups/")
+    return session.text()
+
+
+def backup_check(session: Session) -> str:
+    """docs/backup.md: `check` reads a backup as any soul file."""
+    _agent_home(session)
+    session.run(f"python -m soulgraph.store check {_unseen_backup(session)}")
+    return session.text()
+
+
+def restore(session: Session) -> str:
+    """docs/backup.md: restore refuses a soul that holds memories, then replaces it with --force."""
+    _agent_home(session)
+    made = _unseen_backup(session)
+    session.run(f"python -m soulgraph.store restore {made} ~/.hermes/soul.json", expect=1)
+    session.run(f"python -m soulgraph.store restore {made} ~/.hermes/soul.json --force")
+    return session.text()
+
+
+SAMPLES: dict[str, Callable[[Session], str]] = {
+    "engine-library": engine_library,
+    "backup-copy-alone": backup_copy_alone,
+    "backup-files-apart": backup_files_apart,
+    "backup": backup,
+    "backup-check": backup_check,
+    "restore": restore,
+}
+
+
+def make(name: str) -> str:
+    """The sample's text, made afresh in a new home folder."""
+    with tempfile.TemporaryDirectory(prefix="doc-sample-") as folder:
+        home = Path(folder) / "home"
+        home.mkdir(mode=0o700)
+        return SAMPLES[name](Session(home))
+
+
+# ----------------------------------------------------------------------------- the pages
+MARKER = re.compile(r"^<!-- sample: ([a-z0-9-]+) -->\n```[a-z]*\n(.*?)^```\n", re.M | re.S)
+PAGES = ("README.md", "docs")
+
+
+def pages(root: Path = ROOT) -> list[Path]:
+    found = []
+    for name in PAGES:
+        path = root / name
+        found.extend(sorted(path.rglob("*.md")) if path.is_dir() else [path])
+    return found
+
+
+def samples_in(path: Path) -> list[tuple[str, str]]:
+    """(name, text) of each marked sample in a page."""
+    return [(m.group(1), m.group(2)) for m in MARKER.finditer(path.read_text(encoding="utf-8"))]
+
+
+def replaced(text: str, fresh: dict[str, str]) -> str:
+    """The page with each marked sample's block holding its fresh text."""
+    return MARKER.sub(lambda m: m.group(0) if m.group(1) not in fresh else
+                      m.group(0)[:m.start(2) - m.start(0)] + fresh[m.group(1)] + "```\n", text)
+
+
+# What differs from one run to the next, masked before two samples are compared.
+_VOLATILE = [
+    (re.compile(r"\b\d{8}T\d{6}Z(-\d+)?\b"), "<utc>"),  # 20261201T210132Z: backup and kept-file names
+    (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"), "<iso time>"),
+    (re.compile(r'("(?:\w+_)?seconds"|"saved_at"|"[a-z_]*_at"): -?[\d.]+(e-?\d+)?'), r"\1: <n>"),
+    (re.compile(r"\b\d+(\.\d+)? ?(ms|s)\b"), "<duration>"),
+    (re.compile(r"\b[0-9a-f]{12,40}\b"), "<sha>"),
+    # ls -l: owner, size and date ("-rw------- 1 root root 374 Dec  1 21:01 soul.json"), and its total
+    (re.compile(r"^([-dlrwxsStT]{10}) +\d+ +\S+ +\S+ +\d+ +[A-Z][a-z]{2} +\d+ +[\d:]+ ", re.M), r"\1 <ls> "),
+    (re.compile(r"^total \d+$", re.M), "total <n>"),
+    # Sizes follow the times written in the files, whose decimals vary in length.
+    (re.compile(r'("(?:\w+_)?bytes"): \d+'), r"\1: <n>"),
+]
+
+
+def normalised(text: str) -> str:
+    for pattern, mask in _VOLATILE:
+        text = pattern.sub(mask, text)
+    return text.rstrip("\n")
