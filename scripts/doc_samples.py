@@ -31,6 +31,7 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWN_HOME = "/tmp/demo"  # the reader's home, as the samples print it
+SHOWN_CHECKOUT = "/opt/soulfleet"  # this checkout (its .venv's python), as the samples print it
 COMMAND_TIMEOUT = 120.0  # seconds, each command a sample runs
 
 
@@ -61,7 +62,8 @@ class Session:
         if expect is not None and proc.returncode != expect:
             raise SampleError(f"{command!r} exited {proc.returncode}, the sample shows {expect}:\n"
                               f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-        output = (proc.stdout + proc.stderr).replace(str(self.home), SHOWN_HOME).rstrip("\n")
+        output = (proc.stdout + proc.stderr).replace(str(self.home), SHOWN_HOME).replace(str(ROOT), SHOWN_CHECKOUT)
+        output = output.rstrip("\n")
         lines = output.split("\n") if output else []
         if head is not None and len(lines) > head:
             lines = lines[:head] + ["  ..."]
@@ -111,6 +113,21 @@ with soul.change() as graph:
 def _agent_home(session: Session) -> None:
     (session.home / ".hermes").mkdir(mode=0o700)
     session.python(AGENT_WROTE)
+
+
+def _hermes_home(session: Session, *, setup: bool) -> Path:
+    """~/.hermes with the memories, SOUL.md and drift snapshot of the installer's tests
+    (tests/seed_fixtures.py); with `setup`, first made by Hermes itself (`hermes setup`, from
+    the Hermes venv the tests use), with one MCP server of the user's own."""
+    sys.path.insert(0, str(ROOT))
+    from tests import hermes_client, seed_fixtures
+
+    home = session.home / ".hermes"
+    if setup:
+        hermes_client.make_hermes_home(home)
+        hermes_client.add_mcp_server(home, "filesystem", {
+            "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv/projects"]})
+    return seed_fixtures.write_home(home)
 
 
 # ----------------------------------------------------------------------------- the samples
@@ -183,6 +200,28 @@ def restore(session: Session) -> str:
     return session.text()
 
 
+def seed_with_backups(session: Session) -> str:
+    """docs/hermes-install.md: what seeding builds from a Hermes home, drift snapshots included."""
+    _hermes_home(session, setup=False)
+    session.run("python -m soulgraph.seed --hermes-home ~/.hermes --include-backups")
+    return session.text()
+
+
+def install_check(session: Session) -> str:
+    """docs/hermes-install.md: `install --check` on a home Hermes made: the diff it would apply."""
+    _hermes_home(session, setup=True)
+    session.run("python -m soulgraph.install --hermes-home ~/.hermes --check > check.json")
+    return session.text()
+
+
+def install_twice(session: Session) -> str:
+    """docs/hermes-install.md: the first install, then a second that changes nothing."""
+    _hermes_home(session, setup=True)
+    session.run("python -m soulgraph.install --hermes-home ~/.hermes")
+    session.run("python -m soulgraph.install --hermes-home ~/.hermes")
+    return session.text()
+
+
 SAMPLES: dict[str, Callable[[Session], str]] = {
     "engine-library": engine_library,
     "backup-copy-alone": backup_copy_alone,
@@ -190,6 +229,9 @@ SAMPLES: dict[str, Callable[[Session], str]] = {
     "backup": backup,
     "backup-check": backup_check,
     "restore": restore,
+    "seed-with-backups": seed_with_backups,
+    "install-check": install_check,
+    "install-twice": install_twice,
 }
 
 

@@ -1,9 +1,8 @@
 """`scripts/refresh-docs [--check] [NAME…]`: the pages' command-output samples, made afresh.
 
-Without `--check` each page that holds a marked sample is rewritten with what the commands print
-now (atomically, so an interrupted run leaves every page whole). With `--check` nothing is
-written: each sample whose text, with times and shas masked, differs from a fresh run is named
-with a diff, and the exit status is 1. A marker naming no known sample is an error (exit 2).
+Without `--check` each stale sample (one that differs, times and shas aside) is rewritten with
+what the commands print now (atomically, so an interrupted run leaves every page whole). With
+`--check` nothing is written: each stale sample is named with a diff, and the exit status is 1. A marker naming no known sample is an error (exit 2).
 """
 
 from __future__ import annotations
@@ -48,9 +47,12 @@ def main(argv: list[str] | None = None) -> int:
                     diff = difflib.unified_diff(text.splitlines(), fresh[name].splitlines(), f"{shown} ({name})",
                                                 "what the commands print now", lineterm="")
                     print("\n".join(diff))
-        if not args.check and any(name in fresh for name, _ in found):
+        # Only a stale sample is rewritten: a page does not change with every run's times.
+        changed = {name: fresh[name] for name, text in found
+                   if name in fresh and doc_samples.normalised(text) != doc_samples.normalised(fresh[name])}
+        if not args.check and changed:
             page = path.read_text(encoding="utf-8")
-            new = doc_samples.replaced(page, fresh)
+            new = doc_samples.replaced(page, changed)
             if new != page:
                 _write(path, new)
                 print(f"refresh-docs: {shown}: samples rewritten")
