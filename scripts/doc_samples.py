@@ -50,15 +50,16 @@ class Session:
                         PYTHONDONTWRITEBYTECODE="1", TZ="UTC", COLUMNS="200")
         self.env.pop("SOULGRAPH_SOUL_FILE", None)
 
-    def run(self, command: str, *, head: int | None = None, shown: str | None = None, expect: int | None = 0) -> str:
+    def run(self, command: str, *, head: int | None = None, shown: str | None = None, expect: int | None = 0,
+            cwd: Path | None = None, timeout: float = COMMAND_TIMEOUT) -> str:
         """Run `command` in bash from the home folder; the sample shows `$ command` (or `shown`)
         and what it printed (stdout then stderr), its first `head` lines and `...` when cut.
         `expect`: the exit status the sample shows (None: any)."""
         try:
-            proc = subprocess.run(["bash", "-c", command], cwd=self.home, env=self.env, capture_output=True,
-                                  text=True, timeout=COMMAND_TIMEOUT)
+            proc = subprocess.run(["bash", "-c", command], cwd=cwd or self.home, env=self.env, capture_output=True,
+                                  text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise SampleError(f"{command!r} ran past its {COMMAND_TIMEOUT:.0f} s deadline") from None
+            raise SampleError(f"{command!r} ran past its {timeout:.0f} s deadline") from None
         if expect is not None and proc.returncode != expect:
             raise SampleError(f"{command!r} exited {proc.returncode}, the sample shows {expect}:\n"
                               f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
@@ -222,6 +223,31 @@ def install_twice(session: Session) -> str:
     return session.text()
 
 
+def run_local(session: Session) -> str:
+    """README.md: `./run-local` on a Hermes home made by `hermes setup`, then Hermes' own test of
+    the server it now lists. The wheel cache is the developer's own (SOULFLEET_CACHE, else
+    ~/.cache/soulfleet), so a release already built is not built again; the release is
+    installed under the sample's home."""
+    _hermes_home(session, setup=True)
+    from tests import hermes_client
+
+    session.env["SOULFLEET_CACHE"] = os.environ.get("SOULFLEET_CACHE") or str(Path("~/.cache/soulfleet").expanduser())
+    session.env["PATH"] = f"{hermes_client.ensure_hermes_venv().parent}{os.pathsep}{session.env['PATH']}"
+    # First, unseen, a run on another home without Hermes: it builds the release if the cache lacks it.
+    other = session.home / "prebuild"
+    other.mkdir()
+    env = dict(session.env, HOME=str(other), HERMES_HOME=str(other / ".hermes"))
+    try:
+        built = subprocess.run(["./run-local"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        raise SampleError("the unseen ./run-local that builds the release ran past 900 s") from None
+    if built.returncode != 3:  # 3: deployed, and no Hermes there to install into
+        raise SampleError(f"the unseen ./run-local that builds the release exited {built.returncode}:\n{built.stderr[-3000:]}")
+    session.run("./run-local", cwd=ROOT, shown="HERMES_HOME=~/.hermes ./run-local", timeout=900)
+    session.run("hermes mcp test soul", head=6)
+    return session.text()
+
+
 SAMPLES: dict[str, Callable[[Session], str]] = {
     "engine-library": engine_library,
     "backup-copy-alone": backup_copy_alone,
@@ -232,6 +258,7 @@ SAMPLES: dict[str, Callable[[Session], str]] = {
     "seed-with-backups": seed_with_backups,
     "install-check": install_check,
     "install-twice": install_twice,
+    "run-local": run_local,
 }
 
 
@@ -272,13 +299,18 @@ _VOLATILE = [
     (re.compile(r"\b\d{8}T\d{6}Z(-\d+)?\b"), "<utc>"),  # 20261201T210132Z: backup and kept-file names
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"), "<iso time>"),
     (re.compile(r'("(?:\w+_)?seconds"|"saved_at"|"[a-z_]*_at"): -?[\d.]+(e-?\d+)?'), r"\1: <n>"),
+    # A task's line ends with its time when it took a second or more: on a faster run, not at all.
+    (re.compile(r" \(\d+(\.\d+)? s\)$", re.M), ""),
     (re.compile(r"\b\d+(\.\d+)? ?(ms|s)\b"), "<duration>"),
+    (re.compile(r"\b\d+ KiB\b"), "<n> KiB"),
     (re.compile(r"\b[0-9a-f]{12,40}\b"), "<sha>"),
     # ls -l: owner, size and date ("-rw------- 1 root root 374 Dec  1 21:01 soul.json"), and its total
     (re.compile(r"^([-dlrwxsStT]{10}) +\d+ +\S+ +\S+ +\d+ +[A-Z][a-z]{2} +\d+ +[\d:]+ ", re.M), r"\1 <ls> "),
     (re.compile(r"^total \d+$", re.M), "total <n>"),
     # Sizes follow the times written in the files, whose decimals vary in length.
     (re.compile(r'("(?:\w+_)?bytes"): \d+'), r"\1: <n>"),
+    # A run's recap table: its last column is the host's seconds.
+    (re.compile(r"^(\S+ +\d+ +\d+ +\d+ +\d+ +(?:<sha>|-) +)[\d.]+$", re.M), r"\1<n>"),
 ]
 
 

@@ -452,3 +452,15 @@ def test_every_operator_command_is_reachable_from_the_fleet_group():
                            (["bootstrap"], "--memory-from"), (["update"], "--restart-gateway")):
         result = CliRunner().invoke(fleet, [*command, "--help"])
         assert result.exit_code == 0 and shows in result.output, (command, result.output)
+
+
+def test_the_hermes_step_says_what_the_installer_did_plugin_and_provider_included():
+    from fleet.operations.module import outcome_from_answer
+
+    answer = {"status": "changed", "mcp_server": "added", "seed": "created", "skill": "installed",
+              "plugin": "installed", "memory_provider": "selected", "errors": []}
+    assert outcome_from_answer(answer, 0, "").message == (
+        "mcp_server=added, seed=created, skill=installed, plugin=installed, memory_provider=selected")
+    # A runtime from before the memory provider: its three fields only.
+    older = {"status": "unchanged", "mcp_server": "unchanged", "seed": "exists", "skill": "unchanged", "errors": []}
+    assert outcome_from_answer(older, 0, "").message == "mcp_server=unchanged, seed=exists, skill=unchanged"

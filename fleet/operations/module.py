@@ -47,7 +47,9 @@ def outcome_from_answer(answer: dict[str, Any] | None, rc: int, stderr: str) -> 
         status = FAILED
     message = "; ".join(answer.get("errors") or []) or answer.get("error", "") or answer.get("summary", "") or ""
     if not message and "mcp_server" in answer:  # the Hermes installer: say what it did
-        message = ", ".join(f"{k}={answer[k]}" for k in ("mcp_server", "seed", "skill"))
+        # (a runtime from before the memory provider answers without its two fields)
+        message = ", ".join(f"{k}={answer[k]}" for k in ("mcp_server", "seed", "skill", "plugin", "memory_provider")
+                            if k in answer)
     return Outcome(status, str(message), diff=answer.get("config_diff") or answer.get("diff") or "", data=answer)
 
 
