@@ -48,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
                                                 "what the commands print now", lineterm="")
                     print("\n".join(diff))
         # Only a stale sample is rewritten: a page does not change with every run's times.
-        changed = {name: fresh[name] for name, text in found
-                   if name in fresh and doc_samples.normalised(text) != doc_samples.normalised(fresh[name])}
+        # A sample named on the command line is rewritten all the same (its figures brought up to date).
+        changed = {name: fresh[name] for name, text in found if name in fresh and (
+            name in args.names or doc_samples.normalised(text) != doc_samples.normalised(fresh[name]))}
         if not args.check and changed:
             page = path.read_text(encoding="utf-8")
             new = doc_samples.replaced(page, changed)

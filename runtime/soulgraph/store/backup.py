@@ -88,6 +88,7 @@ def restore(backup_path: str | os.PathLike[str], soul_path: str | os.PathLike[st
     expected = _image(graph)  # before save() takes the graph over
     kept: dict[str, Any] | None = None
     try:
+        target.vet(graph)  # the scan of every string, before the writers' lock (save would do it under it)
         with target._locked():
             locked_at = time.monotonic()
             if soul_exists(target):

@@ -710,19 +710,24 @@ class SoulFile:
             self._refuse_read_only()
             self._compact(graph, "nothing was changed")
 
+    def vet(self, graph: SoulGraph) -> None:
+        """Vet a graph built without the write guard, or read from another file: every string
+        as if written now (a secret refuses it, SoulFileError; injection flags). `save` does
+        it when not done yet; a caller about to save such a graph under the writers' lock
+        calls this first, so writers do not wait through the scan."""
+        if graph.guard is None or not graph.guard.vetted:
+            try:
+                guard.vet_graph(graph)
+            except guard.RefusedMemory as exc:
+                raise SoulFileError(self.path, f"{exc}; the graph was not written") from None
+
     def save(self, graph: SoulGraph) -> None:
         """Replace the whole graph (for example with a freshly seeded one). Other processes
         see a snapshot newer than anything they hold, and read it whole. A graph not built
         through the write guard (or read from another file) is vetted whole first."""
         with self._mutex, self._locked():
             self._refuse_read_only()
-            if graph.guard is None or not graph.guard.vetted:
-                # Built without the write guard, or read from another file: every string is
-                # vetted now, as if written (a secret refuses the save; injection flags).
-                try:
-                    guard.vet_graph(graph)
-                except guard.RefusedMemory as exc:
-                    raise SoulFileError(self.path, f"{exc}; the graph was not written") from None
+            self.vet(graph)
             last = self._last_seq_on_disk()
             kept = self._graph, self._encoded, self._schema, self._seq
             graph.strength_half_life = self.strength_half_life
