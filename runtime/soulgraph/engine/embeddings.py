@@ -1,7 +1,7 @@
 """Vectors for memories: a static embedding model and an index of one vector per node.
 
 The model is a table with one row per WordPiece token, distilled from all-MiniLM-L6-v2
-(bench/distill_static.py, docs/embeddings.md): a text's vector is the mean of its tokens'
+(runtime/model/rebuild/distill_static.py, docs/embeddings.md): a text's vector is the mean of its tokens'
 rows, normalised, so embedding costs a tokenisation and a gather (about 0.1 ms), with no
 neural network at run time. Its files are a package of their own (soulgraph-model, built from
 runtime/model/, 12 MB), and it needs numpy (the `embed` extra); without either, `available()`

@@ -32,7 +32,7 @@ from soulgraph.store.atomic import write_atomically
 
 SUFFIX = ".vectors"
 SAVE_EVERY = 256  # changed vectors before the file is written again
-STORE_WEIGHT_A = 1e-3  # a of the question's store weights: the model's own a (bench/distill_static.py)
+STORE_WEIGHT_A = 1e-3  # a of the question's store weights: the model's own a (runtime/model/rebuild/distill_static.py)
 _SYNC_INLINE = 512  # more changes than this at once (a bulk import) go to the background
 # Rows up to which the shortlist's due refit (engine/embeddings.py) runs in the search that finds
 # it due: under 80 ms at that size (78 ms measured at 20,000). A larger store keeps its
