@@ -139,7 +139,7 @@ def test_every_read_tool_the_resource_and_the_prompt_withhold_flagged_memories(s
     assert entry["withheld"] == {"reason": "reads like prompt injection", "rules": RULES}
     assert entry["tags"] == [] and entry["kind"] == "axiom" and entry["pinned"] is True
     assert entry["content"].startswith("[withheld: reads like prompt injection (instruction_override, system_prompt_leak)")
-    assert "python -m soulgraph.store flagged" in entry["content"]
+    assert "python -m soulgraph.memories flagged" in entry["content"]
     assert withheld_ids(out["by_tag"]["results"]) == {"n2"} and withheld_ids(out["by_evil_tag"]["results"]) == {"n2", "n4"}
     assert "n4" in withheld_ids(out["discover"]["results"])
     summary = out["summary"]
@@ -224,8 +224,10 @@ def test_soul_ask_leaves_flagged_lines_out_of_its_prompt(tmp_path):
 
 
 # ---------------------------------------------------------------------- the operator at the shell
-def store(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "soulgraph.store", *args], capture_output=True, text=True, timeout=60)
+def store(command: str, soul_file: str, *args: str) -> subprocess.CompletedProcess:
+    """The operator's command: python -m soulgraph.memories COMMAND --soul-file SOUL ARGS."""
+    return subprocess.run([sys.executable, "-m", "soulgraph.memories", command, "--soul-file", soul_file, *args],
+                          capture_output=True, text=True, timeout=60)
 
 
 def test_the_operator_lists_and_releases_flagged_memories(soul):
@@ -266,7 +268,7 @@ def test_the_operator_releases_a_false_alarm(soul):
     assert not flagged.is_released(released.metadata, released.content + " and more", RULES)
     assert flagged.is_released(released.metadata, released.content, [*RULES, "a_rule_added_later"])
     (entry,) = [e for e in graph.audit if e["action"] == "release"]
-    assert entry["node"] == "n2" and entry["writer"] == "operator:soulgraph.store"
+    assert entry["node"] == "n2" and entry["writer"] == "operator:soulgraph.memories"
     assert entry["reason"] == "a quote in a security lesson, not an instruction"
     assert entry["after"] == lifecycle.digest(graph.record("n2"))
     assert [m["id"] for m in json.loads(store("flagged", str(soul), "--json").stdout)["flagged"]] == ["n4", "n8", "n11"]

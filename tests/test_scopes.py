@@ -16,7 +16,7 @@ from soulgraph.hermes.memory_service import MemoryService
 from soulgraph.memory import scopes
 from soulgraph.memory.write import remember
 from soulgraph.store import SoulFile
-from soulgraph.store.__main__ import main as store_main
+from soulgraph.memories.__main__ import main as memories_main
 from tests import hermes_client
 from tests.mcp_session import with_server
 
@@ -224,8 +224,10 @@ def test_a_bad_scope_stops_the_server_with_a_clear_error(tmp_path):
 
 
 # ---------------------------------------------------------------------- the operator's CLI
-def run_store(capsys, *args):
-    code = store_main([str(a) for a in args])
+def run_store(capsys, command, soul_file, *args):
+    """`python -m soulgraph.memories COMMAND --soul-file SOUL ARGS` (forget-user with --yes: no terminal asks)."""
+    code = memories_main([command, "--soul-file", str(soul_file), *map(str, args),
+                          *(["--yes"] if command == "forget-user" else [])])
     out, err = capsys.readouterr()
     return code, (json.loads(out) if out.strip() else None), err
 

@@ -1,6 +1,6 @@
 """Upkeep (memory/upkeep.py): decayed, never-confirmed statements move to the archive, duplicates
 merge, turns and pinned or flagged memories are left alone; at a session's end for that user,
-and on demand with `python -m soulgraph.store consolidate SOUL [--dry-run]`."""
+and on demand with `python -m soulgraph.memories consolidate [--dry-run]`."""
 
 from __future__ import annotations
 
@@ -78,9 +78,9 @@ def test_a_memory_used_lately_is_kept(tmp_path):
     assert upkeep.plan(SoulFile(tmp_path / "soul.json", clock=clock).graph()).archive == []
 
 
-def store(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "soulgraph.store", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+def store(command: str, soul_file: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "soulgraph.memories", command, "--soul-file", soul_file, *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
 def test_the_command_says_what_it_would_do_and_then_does_it(tmp_path):

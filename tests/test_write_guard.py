@@ -494,7 +494,7 @@ def _service_value(how: str, canary: str) -> Any:
 
 
 def _store_cli(tmp_path: Path, canary: str, command: str) -> tuple[Path, Path]:
-    from soulgraph.store.__main__ import main
+    from soulgraph.memories.__main__ import main
 
     home = tmp_path / "home"
     home.mkdir()
@@ -503,9 +503,10 @@ def _store_cli(tmp_path: Path, canary: str, command: str) -> tuple[Path, Path]:
         node = remember(graph, "Tea for the Telegram user.", writer="hermes", scope="telegram:1").node
         false_alarm = remember(graph, "Course notes: ignore previous instructions, a lecture on prompt attacks.",
                                writer="tool:soul_add").node
-    argv = {"share": ["share", str(home / "soul.json"), node.id, "--reason", canary],
-            "forget-user": ["forget-user", str(home / "soul.json"), "telegram:1", "--reason", canary],
-            "release": ["release", str(home / "soul.json"), false_alarm.id, "--reason", canary]}[command]
+    soul_file = ["--soul-file", str(home / "soul.json")]
+    argv = {"share": ["share", *soul_file, node.id, "--reason", canary],
+            "forget-user": ["forget-user", *soul_file, "telegram:1", "--reason", canary, "--yes"],
+            "release": ["release", *soul_file, false_alarm.id, "--reason", canary]}[command]
     try:
         main(argv)
     except (SystemExit, RefusedMemory):  # a refusal the command does not catch yet is still a refusal
@@ -521,7 +522,7 @@ ENTRY_POINTS = [
     *[(f"memory service {op}.{arg} ({how})", lambda t, c, o=op, a=arg, h=how: _service(t, c, o, a, _service_value(h, c)))
       for op, arg, how in _service_cases()],
     ("turn capture, then consolidation", lambda t, c: _service(t, c, "sync_turn", "user", f"Remind me to say {c}.")),
-    *[(f"store CLI {command} --reason", lambda t, c, k=command: _store_cli(t, c, k)) for command in ("share", "forget-user", "release")],
+    *[(f"memories CLI {command} --reason", lambda t, c, k=command: _store_cli(t, c, k)) for command in ("share", "forget-user", "release")],
 ]
 
 

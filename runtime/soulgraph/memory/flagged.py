@@ -10,7 +10,7 @@ but its text never reaches a prompt in the clear:
 - tool answers show it *withheld*: its id, kind, dates, pin and edges, and
   `{"reason": "reads like prompt injection", "rules": [...]}` in place of its text, tags,
   source and metadata (`withheld`, `marker`);
-- only a person at the shell reads the text: `python -m soulgraph.store flagged PATH` lists
+- only a person at the shell reads the text: `python -m soulgraph.memories flagged` lists
   them (`listing`), and `release PATH ID --reason TEXT` (`release`) lifts a false alarm.
 
 A release keeps `metadata["released"] = {"rules": [...], "digest": <of the content>, "at": t}`
@@ -37,8 +37,8 @@ from soulgraph.memory import lifecycle
 FLAGGED = record.FLAGGED
 RELEASED = "released"
 REASON = "reads like prompt injection"
-OPERATOR = "operator:soulgraph.store"
-COMMAND = "python -m soulgraph.store flagged"
+OPERATOR = "operator:soulgraph.memories"
+COMMAND = "python -m soulgraph.memories flagged --soul-file"
 _RULE = re.compile(r"[A-Za-z0-9_.:/+-]{1,64}")
 
 Where = Callable[[Node], bool]
@@ -262,7 +262,7 @@ def text_listing(soul_path: str, found: list[dict[str, Any]]) -> str:
         lines.append(f"  source: {item['source'] or '-'}")
         lines += [f"  | {line}" for line in item["content"].splitlines() or [""]]
         lines.append("")
-    lines.append(f"Release a false alarm: python -m soulgraph.store release {soul_path} ID --reason TEXT")
+    lines.append(f"Release a false alarm: python -m soulgraph.memories release --soul-file {soul_path} ID --reason TEXT")
     return "\n".join(lines) + "\n"
 
 

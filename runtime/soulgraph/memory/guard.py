@@ -20,7 +20,7 @@ turn capture, consolidation, the memory service, the store's commands — passes
   the flag (and the private marking it set).
 - An audit entry's strings (a reason above all: soul_history shows it to agents) are scanned
   too: a secret refuses the change; an injection is stored as `WITHHELD` instead of the text.
-- A text an operator released as a false alarm (`python -m soulgraph.store release`, which
+- A text an operator released as a false alarm (`python -m soulgraph.memories release`, which
   leaves a `release` audit entry and the text's digest, memory/flagged.py) is not flagged again
   while it stays that text; secrets in it are still refused.
 

@@ -25,8 +25,8 @@ from typing import Any
 from soulgraph.engine import record
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
 
-ACTIONS = ("confirm", "weaken", "contradict", "supersede", "revise", "archive", "merge", "share", "forget",
-           "release")
+ACTIONS = ("confirm", "weaken", "contradict", "supersede", "revise", "archive", "unarchive", "pin", "unpin",
+           "merge", "share", "forget", "release")
 UPDATED = "updated"  # metadata key: what later memories changed of this one (`revise`)
 
 
@@ -126,6 +126,28 @@ def archive(graph: SoulGraph, node_id: str, *, writer: str, reason: str | None =
     node, before = _node(graph, node_id)
     graph.update(node_id, status="archived")
     _log(graph, "archive", node_id, writer, before, reason=reason)
+    return node
+
+
+def unarchive(graph: SoulGraph, node_id: str, *, writer: str, reason: str | None = None) -> Node:
+    """An archived memory back in default recall (a superseded or contradicted one is not:
+    the memory that replaced it would have to go first)."""
+    node, before = _node(graph, node_id)
+    if node.status != "archived":
+        raise SoulGraphError(f"{node_id!r} is {node.status}, not archived")
+    graph.update(node_id, status=record.DEFAULT_STATUS)
+    _log(graph, "unarchive", node_id, writer, before, reason=reason)
+    return node
+
+
+def pin(graph: SoulGraph, node_id: str, pinned: bool = True, *, writer: str, reason: str | None = None) -> Node:
+    """Pinned: an axiom, never fading, first in every prime (the write guard refuses a flagged
+    memory). An audit entry only when the pin changes."""
+    node, before = _node(graph, node_id)
+    if node.pinned == pinned:
+        return node
+    graph.pin(node_id, pinned)
+    _log(graph, "pin" if pinned else "unpin", node_id, writer, before, reason=reason)
     return node
 
 

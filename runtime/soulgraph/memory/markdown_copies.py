@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from soulgraph.memory import markdown_files as files
 from soulgraph.store.atomic import write_atomically
@@ -20,7 +20,7 @@ from soulgraph.store.atomic import write_atomically
 # Who put a memory's text into a markdown file, besides the graph: the writers of this
 # toolset (source `markdown:<path as given>`), and Hermes' own memory tool as the provider
 # mirrors it (hermes/memory_service.py: source `hermes:memory_tool:<target>`).
-MARKDOWN_WRITERS = ("tool:soul_remember", "tool:soul_ask")
+MARKDOWN_WRITERS = ("tool:soul_remember", "tool:soul_ask", "operator:soulgraph.memories")  # the last: an edit
 MARKDOWN_SOURCE = "markdown:"
 HERMES_MEMORY_FILES = {"hermes:memory_tool:memory": "memories/MEMORY.md", "hermes:memory_tool:user": "memories/USER.md"}
 
@@ -58,14 +58,14 @@ def _bullet(note: str) -> str:
     return "\n".join(("- " if i == 0 else "  ") + line for i, line in enumerate(note.splitlines())) + "\n"
 
 
-def _without_block(text: str, block: str) -> str:
+def _without_block(text: str, block: str, instead: str = "") -> str:
     """`text` without each copy of `block` that stands on lines of its own (a bullet that
-    goes on in indented lines is another note)."""
+    goes on in indented lines is another note), `instead` in its place."""
     kept, start, at = [], 0, text.find(block)
     while at >= 0:
         end = at + len(block)
         if (at == 0 or text[at - 1] == "\n") and not text.startswith("  ", end):
-            kept.append(text[start:at])
+            kept += [text[start:at], instead]
             start = end
             at = text.find(block, end)
         else:
@@ -116,6 +116,27 @@ def scrub(folder: files.Folder, wanted: Iterable[tuple[str, str]]) -> Scrubbed:
     """Take each (file, text) entry out of its file, under Hermes' lock, each file replaced
     atomically with its mode kept. Every file is read and checked before any is written, so
     a file that cannot be read (MarkdownFileError, naming it) leaves all of them as they were."""
+    return _rewrite(folder, wanted, _taken_out)
+
+
+def replace(folder: files.Folder, wanted: Iterable[tuple[str, str]], new: str) -> Scrubbed:
+    """Put `new` in place of each (file, text) entry, where it stands (an edit of a memory
+    whose text a markdown write made: Hermes reads the file into its own prompt, so the old
+    text must not stay there). As `scrub`: every file read before any is written."""
+    new = new.strip()
+    return _rewrite(folder, wanted, lambda text, hermes, note: _swapped(text, hermes, note, new))
+
+
+def _swapped(text: str, hermes: bool, note: str, new: str) -> str:
+    """`text` with `note`'s entry replaced by `new` (never a part of another entry)."""
+    if hermes:
+        held = files.entries(text)
+        return files.SEPARATOR.join(new if entry == note else entry for entry in held) if note in held else text
+    return _without_block(text, _bullet(note), instead=_bullet(new))
+
+
+def _rewrite(folder: files.Folder, wanted: Iterable[tuple[str, str]],
+             change: Callable[[str, bool, str], str]) -> Scrubbed:
     by_file: dict[Path, tuple[str, list[str]]] = {}
     for given, text in wanted:
         path = folder.resolve(given, "memory_path")
@@ -136,7 +157,7 @@ def scrub(folder: files.Folder, wanted: Iterable[tuple[str, str]]) -> Scrubbed:
             hermes = files.is_hermes_file(path, folder, text)
             new = text
             for note in notes:
-                new = _taken_out(new, hermes, note)
+                new = change(new, hermes, note)
             if new != text:
                 plans.append((path, shown, new))
             if any(note in new for note in notes):

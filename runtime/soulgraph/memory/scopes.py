@@ -16,7 +16,7 @@ never another user's. Every read path takes `Reader.where(graph)`, the predicate
 engine's walks and listings accept, and `Reader.hidden_ids(graph)`, the ids a search leaves
 out as it goes (`exclude=`); both cost nothing when the graph holds no memory the reader must
 not see. Writes carry the writer's scope; turning a user's
-memory into a shared one is an operator's act (`python -m soulgraph.store share`), never
+memory into a shared one is an operator's act (`python -m soulgraph.memories share`), never
 automatic.
 """
 

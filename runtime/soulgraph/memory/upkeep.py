@@ -20,7 +20,7 @@ session's end stays cheap however large the graph. A session's end looks at the 
 the order they were written, so in a graph too large for its deadline the newest are reached
 only by the on-demand command, which has no deadline.
 Run at each Hermes session's end (the memory service's `consolidate`) for that user's memories,
-and on demand for the whole soul: `python -m soulgraph.store consolidate SOUL [--dry-run]`.
+and on demand for the whole soul: `python -m soulgraph.memories consolidate [--dry-run]`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 
 Sharing is never automatic: nothing in the provider or the MCP server turns a user's memory
 into a shared one; this is the only way, and its audit entry says who did it. `python -m
-soulgraph.store users|share|forget-user` is the command line over these.
+soulgraph.memories users|share|forget-user` is the command line over these.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from soulgraph.engine.graph import SoulGraphError
 from soulgraph.memory import lifecycle, markdown_copies, markdown_files as files, scopes
 from soulgraph.store import SoulFile
 
-WRITER = "operator:soulgraph.store"
+WRITER = "operator:soulgraph.memories"
 
 
 class UsersError(ValueError):

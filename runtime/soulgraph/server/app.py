@@ -44,7 +44,7 @@ from mcp.types import ToolAnnotations
 from soulgraph import __version__
 from soulgraph.engine import record
 from soulgraph.engine.graph import Hit, Node, SoulGraph, SoulGraphError
-from soulgraph.memory import entities, filters, flagged, ranking, scopes, snapshot
+from soulgraph.memory import entities, filters, flagged, lifecycle, ranking, scopes, snapshot
 from soulgraph.memory.write import explore as explore_memory, remember
 from soulgraph.memory import markdown_files as files
 from soulgraph.server import markdown_tools, memory_tools, shapes, stdio
@@ -417,7 +417,8 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     async def soul_pin(node_id: NodeId, pinned: Pinned = True) -> shapes.View:
         """Pin a memory as an axiom: it never decays and always leads soul_hot and
         soul_prime. `pinned=false` unpins it."""
-        node = tools.change(lambda graph: graph.pin(tools.own(graph, node_id).id, pinned))
+        node = tools.change(lambda graph: lifecycle.pin(graph, tools.own(graph, node_id).id, pinned,
+                                                        writer="tool:soul_pin"))
         return tools.view(node)
 
     @tool(WRITE)

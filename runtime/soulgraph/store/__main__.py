@@ -1,4 +1,4 @@
-"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore|repair|users|share|forget-user|flagged|release|consolidate`.
+"""The operator's tools for a soul file: `python -m soulgraph.store check|compact|export|backup|restore|repair`.
 
     check PATH             read soul.json and its journal without writing anything; print
                            one JSON report (counts, the journal's records, the last good
@@ -17,22 +17,10 @@
     repair PATH            mend a soul.json that names nodes it no longer holds (what two
                            forget bugs of older versions wrote): drop exactly those edges,
                            keeping the damaged file beside it first; see repair.py
-    users PATH             each user with memories in the soul (memory/scopes.py) and how many
-    share PATH ID... --reason R
-                           make these users' memories shared: every user of the agent sees them
-    forget-user PATH platform:user --reason R [--markdown-dir D]
-                           forget every memory of one user from every file (the right to be
-                           forgotten), and their entries in MEMORY.md / USER.md; prints a report
-    flagged PATH [--json]  the memories withheld from every prompt because they read like prompt
-                           injection (memory/flagged.py), with their text: for a person at the shell
-    consolidate PATH [--dry-run] [--below S]
-                           upkeep for the whole soul (memory/upkeep.py): archive memories that
-                           decayed below strength S (0.05) and were never confirmed, merge
-                           duplicates; prints what it did (or, with --dry-run, would do)
-    release PATH ID --reason R
-                           an operator's decision that a flagged memory is a false alarm: the flag
-                           is lifted (kept unpinned), the decision is an audit entry, and the
-                           next save does not flag the same text again
+
+A person's view of the memories themselves (list, search, show, edit, pin, forget, and the
+users, share, forget-user, flagged, release and consolidate commands this tool had) is
+`python -m soulgraph.memories`.
 
 A path where neither soul.json nor its journal exists is refused by every command (a typo
 must not read as an empty soul, nor create one).
@@ -51,6 +39,9 @@ from soulgraph.store.atomic import write_atomically
 from soulgraph.store.backup import BackupError, backup, restore, soul_exists
 from soulgraph.store.repair import RepairError, repair
 from soulgraph.store.soulfile import SoulFile, SoulFileError
+
+
+MOVED = ("users", "share", "forget-user", "flagged", "release", "consolidate")  # to soulgraph.memories
 
 
 def check(path: Path) -> dict[str, Any]:
@@ -113,40 +104,12 @@ def main(argv: list[str] | None = None) -> int:
                                  help="replace a soul that holds memories (it is kept as a backup beside it first)")
     commands.add_parser("repair", help="drop edges to nodes that are gone, so the soul loads again").add_argument(
         "path", type=Path)
-    commands.add_parser("users", help="the users with memories in the soul, and how many each").add_argument(
-        "path", type=Path)
-    share_command = commands.add_parser("share", help="make users' memories shared (every user sees them)")
-    share_command.add_argument("path", type=Path)
-    share_command.add_argument("ids", nargs="+", help="node ids")
-    share_command.add_argument("--reason", required=True, help="why: kept in the audit trail")
-    forget_command = commands.add_parser("forget-user", help="forget every memory of one user, from every file")
-    forget_command.add_argument("path", type=Path)
-    forget_command.add_argument("scope", help="the user's scope, platform:user (see `users`)")
-    forget_command.add_argument("--reason", default="forgotten at the user's request",
-                                help="kept in the audit trail in place of the memories")
-    forget_command.add_argument("--markdown-dir", type=Path,
-                                help="where MEMORY.md / USER.md entries resolve (default: the soul file's folder)")
-    flagged_command = commands.add_parser("flagged", help="the flagged memories, text included (operator only)")
-    flagged_command.add_argument("path", type=Path)
-    flagged_command.add_argument("--json", action="store_true", help="one JSON report instead of text")
-    release_command = commands.add_parser("release", help="lift the flag of a memory that is a false alarm")
-    release_command.add_argument("path", type=Path)
-    release_command.add_argument("id", help="the memory's id (see `flagged`)")
-    release_command.add_argument("--reason", required=True, help="why it is a false alarm: kept in the audit trail")
-    upkeep_command = commands.add_parser("consolidate", help="archive decayed, never-confirmed memories and merge "
-                                                            "duplicates (--dry-run: only say what would change)")
-    upkeep_command.add_argument("path", type=Path)
-    upkeep_command.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    upkeep_command.add_argument("--below", type=_strength, default=None,
-                                help="archive below this effective strength (default 0.05)")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in MOVED:
+        print(f"soulgraph.store: `{argv[0]}` is a command of python -m soulgraph.memories now: "
+              f"python -m soulgraph.memories {argv[0]} --soul-file PATH ...", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
-
-    if args.command == "consolidate":
-        return _upkeep_command(args)
-    if args.command in ("users", "share", "forget-user"):
-        return _users_command(args)
-    if args.command in ("flagged", "release"):
-        return _flagged_command(args)
 
     if args.command == "check":
         report = check(args.path)
@@ -193,86 +156,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
-    return 0
-
-
-def _users_command(args: argparse.Namespace) -> int:
-    from soulgraph.memory import scopes, users
-    from soulgraph.memory.guard import RefusedMemory
-
-    soul = SoulFile(args.path)
-    if not soul_exists(soul):
-        print(f"soulgraph.store: no soul file at {soul.given_path}; nothing done", file=sys.stderr)
-        return 1
-    try:
-        if args.command == "users":
-            report = users.users(soul)
-        elif args.command == "share":
-            report = users.share(soul, args.ids, args.reason)
-        else:
-            report = users.forget_user(soul, args.scope, args.reason, args.markdown_dir)
-    except (users.UsersError, scopes.ScopeError, SoulFileError, RefusedMemory) as exc:
-        print(f"soulgraph.store: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(report, indent=2, ensure_ascii=False))
-    return 0
-
-
-def _strength(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 1")
-    return value
-
-
-def _upkeep_command(args: argparse.Namespace) -> int:
-    from soulgraph.memory import upkeep
-
-    soul = SoulFile(args.path)
-    if not soul_exists(soul):
-        print(f"soulgraph.store: no soul file at {soul.given_path}; nothing done", file=sys.stderr)
-        return 1
-    below = upkeep.ARCHIVE_BELOW if args.below is None else args.below
-    try:
-        if args.dry_run:
-            graph = soul.graph()
-            planned = upkeep.plan(graph, below=below)
-            report = {"soul_file": str(soul.path), "dry_run": True, **planned.report(graph)}
-        else:
-            with soul.change() as graph:
-                planned = upkeep.plan(graph, below=below)
-                report = {"soul_file": str(soul.path), "dry_run": False, **planned.report(graph)}
-                report.update(upkeep.apply(graph, planned))
-    except SoulFileError as exc:
-        print(f"soulgraph.store: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(report, indent=2, ensure_ascii=False))
-    return 0
-
-
-def _flagged_command(args: argparse.Namespace) -> int:
-    from soulgraph.memory import flagged
-
-    soul = SoulFile(args.path)
-    if not soul_exists(soul):
-        print(f"soulgraph.store: no soul file at {soul.given_path}; nothing done", file=sys.stderr)
-        return 1
-    try:
-        if args.command == "flagged":
-            found = flagged.listing(soul.graph())
-            if args.json:
-                print(json.dumps({"soul_file": str(soul.path), "flagged": found}, indent=2, ensure_ascii=False))
-            else:
-                sys.stdout.write(flagged.text_listing(str(soul.path), found))
-            return 0
-        report = flagged.release_in(soul, args.id, args.reason)
-    except (flagged.FlaggedError, SoulFileError) as exc:
-        print(f"soulgraph.store: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
 
 
