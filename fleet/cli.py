@@ -1,5 +1,5 @@
 """The operator's commands: fleet-update, fleet bootstrap, fleet status, fleet verify, fleet backup,
-fleet restore, fleet soul collect."""
+fleet restore, fleet memories, fleet soul collect."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from fleet import memory, run_lock
 from fleet.build import REPO, BuildError, RuntimeBuilder, resolve_sha
 from fleet.deploy import BOOTSTRAP_ROLES, UPDATE_ROLES, load_roles, update_host, with_soul
 from fleet.roles import RoleError
-from fleet.runner import EXIT_INTERRUPTED, Progress, exit_code, recap, run_hosts
+from fleet.connections import CommandTimeout, HostConnectionError
+from fleet.runner import EXIT_INTERRUPTED, EXIT_UNREACHABLE, Progress, exit_code, recap, run_hosts
 from fleet.soul import SoulSourceError, SoulTree, describe, fetch, parse_soul
 from fleet.soul_collect import soul as soul_commands
 
@@ -429,6 +430,57 @@ def backup_command(targets, inventory_path, dest, check, yes, accept_new_host_ke
         results, interrupted = run_hosts(hosts, work, forks=forks, progress=progress)
     click.echo("\n" + recap(results))
     sys.exit(exit_code(results, interrupted))
+
+
+MEMORIES_ASK = {"forget": "--hard", "forget-user": None}  # commands that ask first (with this flag, if one)
+
+
+@fleet.command(name="memories", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("host")
+@click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED, metavar="COMMAND [ARGS]...")
+@click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY",
+              help=f"YAML inventory (default: ./{DEFAULT_INVENTORY} if present).")
+@click.option("--accept-new-host-keys", is_flag=True,
+              help="Trust and record the key of a host not yet in known_hosts (never a changed key).")
+@click.option("--timeout", default=memory.MEMORIES_SECONDS, show_default=True, type=click.FloatRange(1, 3600),
+              help="Seconds the command may take on the host.")
+def memories_command(host, args, inventory_path, accept_new_host_keys, timeout):
+    """See and correct what HOST's agent remembers: `python -m soulgraph.memories COMMAND ARGS`
+    run on the host, on its agent's soul (list, search, show, history, edit --content, pin,
+    unpin, archive, unarchive, forget, users, share, forget-user, flagged, release, consolidate;
+    --json). A command that asks first asks here. Exit: the command's own (0 done, 1 refused,
+    2 bad usage), 4 the host is unreachable."""
+    chosen = _select(inventory_path, host, None, accept_new_host_keys)
+    if len(chosen) != 1:
+        _fail(f"{host!r} names {len(chosen)} hosts ({', '.join(h.name for h in chosen)}); one host at a time")
+    args = list(args)
+    if any(a in ("--soul-file", "--hermes-home") or a.startswith(("--soul-file=", "--hermes-home=")) for a in args):
+        _fail("the host's own agent soul is used; --soul-file and --hermes-home are not for fleet memories")
+    command = args[0]
+    if command == "edit" and not any(a == "--content" or a.startswith("--content=") or a in ("--kind", "--tags")
+                                     for a in args):
+        _fail("edit over the fleet needs --content TEXT (or --kind / --tags): no editor runs on the host")
+    if command in MEMORIES_ASK and (MEMORIES_ASK[command] is None or MEMORIES_ASK[command] in args) \
+            and "--yes" not in args:
+        what = " ".join(args[:2])
+        if not _confirm(False, False, f"run `{what}` on {chosen[0].name}"):
+            sys.exit(1)
+        args.append("--yes")
+    try:
+        done = memory.memories_on_host(chosen[0], args, timeout=timeout)
+    except memory.BackupInputError as exc:
+        _fail(str(exc))
+    except HostConnectionError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_UNREACHABLE)
+    except CommandTimeout as exc:
+        _fail(f"{exc}; a change it was making is made whole or not at all (the store is journaled)")
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    click.echo(done.stdout, nl=False)
+    click.echo(done.stderr, nl=False, err=True)
+    sys.exit(done.rc)
 
 
 @fleet.command(name="restore")

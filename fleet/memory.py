@@ -1,5 +1,7 @@
-"""Each host's memory, looked after from the operator: `fleet backup`, `fleet restore`, and the
-soul half of moving an agent (`fleet bootstrap NEW --memory-from OLD|BACKUP`).
+"""Each host's memory, looked after from the operator: `fleet backup`, `fleet restore`, the
+soul half of moving an agent (`fleet bootstrap NEW --memory-from OLD|BACKUP`), and a person's
+look at what an agent remembers (`fleet memories HOST COMMAND …`: the runtime's own
+`python -m soulgraph.memories` run on the host, on its agent's soul).
 
 A backup is the runtime's own online backup (`python -m soulgraph.store backup`, which reads
 the graph under the writers' lock while servers keep writing, and verifies what it wrote), made
@@ -54,6 +56,7 @@ SHORT_SECONDS = 60
 CHECK_SECONDS = 600  # loading a copy on the operator
 STALE_TMP_MINUTES = 60  # a host-side temporary folder older than this is a dropped run's, removed
 MARK = "::soulfleet-backup::"
+MEMORIES_SECONDS = 300  # one `soulgraph.memories` command on a host (a search of a large soul, a forget)
 
 
 
@@ -97,6 +100,21 @@ def locate(conn: Connection, host: Host) -> HostSoul:
 
 def _store(where: HostSoul, *args: str) -> str:
     return f"{sh_path(where.python)} -m soulgraph.store {' '.join(sh_path(a) for a in args)}"
+
+
+def memories_on_host(host: Host, args: list[str], *, timeout: float = MEMORIES_SECONDS):
+    """Run `python -m soulgraph.memories COMMAND --soul-file <the agent's soul> ARGS` on the host,
+    with the deployed release's Python; its Result (exit code, output). BackupInputError when no
+    release is deployed there; the connection's errors (unreachable, a rejected key) and
+    CommandTimeout pass to the caller."""
+    with host.connection() as conn:
+        where = locate(conn, host)
+        if not where.python:
+            raise BackupInputError(f"{host.name}: no runtime deployed under {where.runtime_dir} (run fleet-update first)")
+        command, rest = args[0], args[1:]
+        line = (f"{sh_path(where.python)} -m soulgraph.memories {shlex.quote(command)} --soul-file "
+                f"{sh_path(where.soul_file)} {' '.join(shlex.quote(a) for a in rest)}")
+        return conn.run(line, timeout=timeout)
 
 
 def _sha256_command(python: str, path: str) -> str:

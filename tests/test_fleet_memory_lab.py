@@ -214,6 +214,45 @@ def test_bad_input_is_refused_and_changes_nothing(memory_lab, tmp_path):
     assert snapshot(spare.home) == spare_before
 
 
+def test_fleet_memories_shows_and_corrects_a_hosts_memories(memory_lab):
+    lab, inventory, repo, sha, root = memory_lab
+    host = lab.hosts[1]
+    add_memory(host, "The backup window of the billing database is 02:00 UTC")
+    code, out = run_fleet("memories", "-i", str(inventory), host.name, "search", "billing backup window", "--json")
+    assert code == 0, out
+    found = json.loads(out)
+    assert found["soul_file"] == str(soul_file(host)) and found["results"], out
+    node = found["results"][0]["id"]
+    assert "02:00 UTC" in found["results"][0]["content"]
+    code, out = run_fleet("memories", "-i", str(inventory), host.name, "edit", node, "--content",
+                          "The backup window of the billing database is 03:30 UTC", "--reason", "moved")
+    assert code == 0 and f"{node} is superseded by" in out, out
+    assert "The backup window of the billing database is 03:30 UTC" in contents(soul_file(host))
+    graph = SoulFile(soul_file(host)).graph()
+    assert graph.nodes[node].status == "superseded" and graph.audit[-1]["writer"] == "operator:soulgraph.memories"
+    new = graph.nodes[node].superseded_by
+
+    # A hard forget asks first: with no terminal to ask on, it is refused and nothing changes.
+    before = soul_files(host)
+    code, out = run_fleet("memories", "-i", str(inventory), host.name, "forget", new, "--reason", "wrong", "--hard")
+    assert code == 1 and "without --yes" in out and soul_files(host) == before, out
+    code, out = run_fleet("memories", "-i", str(inventory), host.name, "forget", new, "--reason", "wrong", "--hard", "--yes")
+    assert code == 0 and "is forgotten" in out, out
+    assert not [p for p in (host.home / ".hermes").glob("soul*") if b"03:30 UTC" in p.read_bytes()]
+
+    # Bad input: the host's refusal and exit code come back; fleet's own checks come first.
+    code, out = run_fleet("memories", "-i", str(inventory), host.name, "show", "n99999")
+    assert code == 1 and "unknown node id 'n99999'" in out, out
+    code, out = run_fleet("memories", "-i", str(inventory), host.name, "list", "--soul-file", "/tmp/x")
+    assert code == 1 and "not for fleet memories" in out, out
+    code, out = run_fleet("memories", "-i", str(inventory), host.name, "edit", node)
+    assert code == 1 and "no editor runs on the host" in out, out
+    code, out = run_fleet("memories", "-i", str(inventory), "workers", "list")
+    assert code == 1 and "one host at a time" in out, out
+    code, out = run_fleet("memories", "-i", str(inventory), lab.hosts[3].name, "list")
+    assert code == 1 and "no runtime deployed" in out, out
+
+
 def test_move_an_agent_to_a_fresh_host(memory_lab):
     lab, inventory, repo, sha, root = memory_lab
     old, new, dest = lab.hosts[0], lab.hosts[3], root / "moves"
