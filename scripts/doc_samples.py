@@ -334,6 +334,9 @@ SAMPLES: dict[str, Callable[[Session], str]] = {
     "memories-flagged": memories_flagged,
 }
 
+from doc_reference import SAMPLES as _REFERENCE  # noqa: E402  docs/reference/'s samples
+SAMPLES.update(_REFERENCE)
+
 
 def make(name: str) -> str:
     """The sample's text, made afresh in a new home folder."""
