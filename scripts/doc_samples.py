@@ -336,6 +336,8 @@ SAMPLES: dict[str, Callable[[Session], str]] = {
 
 from doc_reference import SAMPLES as _REFERENCE  # noqa: E402  docs/reference/'s samples
 SAMPLES.update(_REFERENCE)
+from doc_samples_pages import SAMPLES as _PAGES  # noqa: E402  the how-to pages' samples
+SAMPLES.update(_PAGES)
 
 
 def make(name: str) -> str:
