@@ -189,3 +189,17 @@ def soulrepo_import_back(session) -> str:
 
 SAMPLES["soulrepo-export-learned"] = soulrepo_export_learned
 SAMPLES["soulrepo-import-back"] = soulrepo_import_back
+
+
+# ----------------------------------------------------------------------------- memory-provider.md
+def memory_service_bad_input(session) -> str:
+    """docs/memory-provider.md: every line gets an answer, each refusal a line in the log."""
+    (session.home / ".hermes").mkdir(mode=0o700)
+    session.run("""printf '%s\\n' '{"id":4,"op":"recall","args":{"query":5}}' '{"id":5,"op":"status"}' 'not json' \\
+    '{"id":6,"op":"recall","args":{"quer":"tea"}}' \\
+  | HERMES_HOME=~/.hermes python -m soulgraph.hermes.memory_service --no-embed 2>service.log; echo "exit $?\"""")
+    session.run("cat service.log")
+    return session.text()
+
+
+SAMPLES["memory-service-bad-input"] = memory_service_bad_input
