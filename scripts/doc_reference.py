@@ -232,3 +232,176 @@ for _name in _ts.tool_names(tuple(_ts.TOOLSETS)):
 SAMPLES["mcp-shapes"] = mcp_shapes
 SAMPLES["mcp-resource"] = mcp_resource
 SAMPLES["mcp-prompt"] = mcp_prompt
+
+
+# ----------------------------------------------------------------------------- config.md
+# What each inventory variable means; the sample fails when fleet/inventory.py's DEFAULTS
+# gains or loses a key this does not describe.
+INVENTORY_MEANINGS = {
+    "address": "the host name or IP SSH connects to (default: the host's name in the inventory)",
+    "port": "SSH port",
+    "user": "SSH user (unset: ~/.ssh/config's, else yours)",
+    "key": "SSH private key file (unset: ~/.ssh/config's IdentityFile, else ssh-agent and ~/.ssh)",
+    "known_hosts": "the known_hosts file host keys are checked against: the only source of trust",
+    "accept_new_host_key": "trust and record the key of a host not yet in known_hosts (never a changed key)",
+    "platform": "linux or macos; detected from the host when unset",
+    "hermes_home": "the Hermes home the runtime is installed into (`local`: $HERMES_HOME, else ~/.hermes)",
+    "runtime_dir": "where the releases, the `current` link and the run lock live on the host",
+    "python": "the host's Python (3.11 or newer) the release venvs are made with",
+    "gateway_restart_command": "a command of your own that restarts the gateway, instead of systemd's or launchd's",
+    "gateway_status_command": "with a restart command of your own: a command that exits 0 when the gateway runs",
+    "soul_toolsets": "the MCP toolsets Hermes' entry serves: graph, graph,memory, graph,markdown or graph,memory,markdown",
+    "soul_memory_provider": "auto (install the memory provider; select it unless config.yaml names another), "
+                            "soulgraph (select it even then) or none (leave plugins and memory.provider alone)",
+    "soul_embed": "true: the release venv gets the `embed` extra (numpy and the model), and recall fuses vectors "
+                  "into search for questions; false: words and links only",
+}
+
+
+def config_inventory(session) -> str:
+    """docs/reference/config.md: every host variable with its default and meaning."""
+    from doc_samples import SampleError
+    from fleet import inventory as inv
+    keys = set(inv.HOST_KEYS)
+    if keys != set(INVENTORY_MEANINGS):
+        raise SampleError(f"fleet/inventory.py's host keys {sorted(keys ^ set(INVENTORY_MEANINGS))} are not "
+                          "(or no longer) described in scripts/doc_reference.py's INVENTORY_MEANINGS")
+    import yaml
+    lines = ["# Every host's variables (fleet/inventory.py DEFAULTS), each with its default.",
+             "# Set under a group's vars (inherited by child groups and hosts) or a host's own (which win).", ""]
+    defaults = {"address": "<the host's name>", **inv.DEFAULTS}
+    for key in ["address", *inv.DEFAULTS]:
+        lines.append(f"# {INVENTORY_MEANINGS[key]}")
+        value = defaults[key]
+        shown = value if isinstance(value, str) and value.startswith("<") else \
+            yaml.safe_dump({key: value}, default_flow_style=True).strip()[1:-1].split(": ", 1)[1]
+        lines.append(f"{key}: {shown}")
+    lines += ["", "# Accepted values", f"# platform: {', '.join(inv.PLATFORMS)}",
+              f"# soul_memory_provider: {', '.join(inv.MEMORY_PROVIDER_CHOICES)}",
+              "# Ansible's names for the connection variables, read as these:"]
+    lines += [f"#   {theirs} -> {ours}" for theirs, ours in inv.ANSIBLE_NAMES.items()]
+    lines += [f"# A group's keys: {', '.join(sorted(inv.GROUP_KEYS))}; any other variable is passed to the roles' templates."]
+    return "\n".join(lines) + "\n"
+
+
+def config_inventory_resolved(session) -> str:
+    """docs/reference/config.md: what two hosts of inventory.example get, defaults filled in."""
+    from doc_samples import ROOT
+    session.run(f"cp {ROOT}/inventory.example ~/inventory.yml", shown="cp /opt/soulfleet/inventory.example ~/inventory.yml")
+    code = ("import json, sys; from fleet import inventory; hosts = inventory.load(sys.argv[1]).hosts; "
+            "print(json.dumps({name: {'groups': hosts[name].groups, 'vars': dict(sorted(hosts[name].vars.items()))} "
+            "for name in sys.argv[2:]}, indent=2))")
+    session.run(f'python -c "{code}" ~/inventory.yml mac-hub worker-3',
+                shown="python -c 'from fleet import inventory; …print each host's vars…' ~/inventory.yml mac-hub worker-3")
+    return session.text()
+
+
+HERMES_CONFIG = """\
+# Hermes configuration
+model:
+  default: anthropic/claude-sonnet
+  provider: openrouter
+"""
+ENTRY_KEYS = {"command", "args", "tools", "enabled", "timeout", "connect_timeout"}
+
+
+def config_hermes(session) -> str:
+    """docs/reference/config.md: what the installer writes into a Hermes config.yaml."""
+    from doc_samples import SampleError, _hermes_home
+    home = _hermes_home(session, setup=False)
+    (home / "config.yaml").write_text(HERMES_CONFIG, encoding="utf-8")
+    session.run("cat ~/.hermes/config.yaml")
+    session.run("python -m soulgraph.install --hermes-home ~/.hermes > install.json")
+    session.run("cat ~/.hermes/config.yaml")
+    import yaml
+    written = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+    if set(written["mcp_servers"]["soul"]) != ENTRY_KEYS:
+        raise SampleError(f"the installer's entry has the keys {sorted(written['mcp_servers']['soul'])}; "
+                          f"docs/reference/config.md describes {sorted(ENTRY_KEYS)}")
+    session.run("python -m soulgraph.install --hermes-home ~/.hermes --toolsets graph,memory --mcp-scope telegram:1001"
+                " > install.json")
+    session.run("grep -A3 '^  soul:' ~/.hermes/config.yaml")
+    return session.text()
+
+
+def config_environment(session) -> str:
+    """docs/reference/config.md: the environment variables the code reads, found in the source."""
+    from doc_samples import ROOT, SampleError
+    found = environment_variables(ROOT)
+    unknown = sorted(set(found) - set(ENVIRONMENT))
+    gone = sorted(set(ENVIRONMENT) - set(found))
+    if unknown or gone:
+        raise SampleError(f"environment variables not described: {unknown}; described but no longer read: {gone} "
+                          "(scripts/doc_reference.py ENVIRONMENT)")
+    lines = []
+    for part, title in (("runtime", "Read by the runtime (on a host, and in every soulgraph command):"),
+                        ("fleet", "Read by the operator's fleet and fleet-update:")):
+        lines.append(title)
+        for name in sorted(n for n in found if ENVIRONMENT[n][0] == part):
+            lines.append(f"  {name}")
+            lines.append(f"      {ENVIRONMENT[name][1]}")
+            lines.append(f"      (read in {', '.join(sorted(found[name]))})")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# name -> (who reads it, what it does)
+ENVIRONMENT = {
+    "HERMES_HOME": ("runtime", "the Hermes home: where soul.json (the default --soul-file), config.yaml, the memories and "
+                               "the plugin are; unset: ~/.hermes. `fleet-update local` installs into it too."),
+    "HOME": ("runtime", "the home ~/.hermes is under when HERMES_HOME is unset."),
+    "VISUAL": ("runtime", "the editor `memories edit` opens without --content (first VISUAL, then EDITOR, then vi)."),
+    "EDITOR": ("runtime", "the editor `memories edit` opens when VISUAL is unset."),
+    "ANTHROPIC_API_KEY": ("runtime", "soul_ask's key for provider anthropic, read from the MCP server's environment "
+                                     "at each call (Hermes passes an entry's env)."),
+    "OPENAI_API_KEY": ("runtime", "soul_ask's key for provider openai (and any OpenAI-compatible base_url)."),
+    "OPENBLAS_NUM_THREADS": ("runtime", "BLAS threads for the vectors: set to 1 when unset, before numpy loads (a "
+                                        "value you set is kept)."),
+    "OMP_NUM_THREADS": ("runtime", "as OPENBLAS_NUM_THREADS."),
+    "MKL_NUM_THREADS": ("runtime", "as OPENBLAS_NUM_THREADS."),
+    "VECLIB_MAXIMUM_THREADS": ("runtime", "as OPENBLAS_NUM_THREADS (macOS Accelerate)."),
+    "SOULFLEET_SSH_CONFIG": ("fleet", "the OpenSSH client config whose Host blocks fill in what the inventory leaves "
+                                      "unset (default ~/.ssh/config)."),
+    "SOULFLEET_CACHE": ("fleet", "where built release wheels are kept, by sha (default ~/.cache/soulfleet)."),
+    "XDG_STATE_HOME": ("fleet", "where the inventories' run locks are: $XDG_STATE_HOME/soulfleet/run-locks "
+                                "(default ~/.local/state)."),
+    "XDG_DATA_HOME": ("fleet", "where `fleet backup`, `fleet restore` and `fleet bootstrap --memory-from` keep the "
+                               "hosts' soul backups without --dest: "
+                               "$XDG_DATA_HOME/soulfleet/backups (default ~/.local/share)."),
+}
+_ENV_LINE = re.compile(r"environ|getenv|\benv\.get\(")
+_CAPS = re.compile(r"""["']([A-Z][A-Z0-9_]{2,})["']""")
+_CHILD = re.compile(r"""\{\*\*os\.environ,(.*)""")  # {**os.environ, "GIT_…": …}: set for a child, not read
+
+
+def environment_variables(root) -> dict[str, set[str]]:
+    """Each environment variable the runtime's and the fleet's code reads -> the files that read it:
+    the names on a line that reads the environment (or the line before it: a loop's names), and
+    the values of a table such a line indexes (os.environ.get(KEY_VARIABLES[provider]))."""
+    found: dict[str, set[str]] = {}
+    for folder in ("runtime/soulgraph", "fleet"):
+        for path in sorted((root / folder).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            lines = text.splitlines()
+            shown = str(path.relative_to(root))
+            for i, line in enumerate(lines):
+                if not _ENV_LINE.search(line) or line.lstrip().startswith("#"):
+                    continue
+                line = _CHILD.sub("", line)
+                names = _CAPS.findall(line)
+                if "setdefault(" in line and i > 0:
+                    names += _CAPS.findall(lines[i - 1])
+                for table in re.findall(r"environ\.get\(([A-Z_]+)\[", line):
+                    m = re.search(rf"^{table} = (.*)$", text, re.M)
+                    names += re.findall(r'"([A-Z][A-Z0-9_]{2,})"', m.group(1)) if m else []
+                if re.search(r"\benv(iron)?\.get\(\"HOME\"\)", line) or 'env.get("HOME")' in line:
+                    names.append("HOME")
+                for name in names:
+                    found.setdefault(name, set()).add(shown)
+    return found
+
+
+SAMPLES["config-inventory"] = config_inventory
+SAMPLES["config-inventory-resolved"] = config_inventory_resolved
+SAMPLES["config-hermes"] = config_hermes
+SAMPLES["config-environment"] = config_environment
