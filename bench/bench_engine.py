@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic  # noqa: E402
 from soulgraph.engine.graph import CHILD_SHARE, PARENT_SHARE, SoulGraph  # noqa: E402
 from soulgraph.engine.index import words  # noqa: E402
+import soulgraph.memory  # noqa: E402,F401  the write guard, as every writer installs it
 from soulgraph.store import SoulFile  # noqa: E402
 
 

@@ -37,6 +37,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, get_default_environment  # noqa: E402
 
 import synthetic  # noqa: E402
+import soulgraph.memory  # noqa: E402,F401  the write guard, as every writer installs it
 from soulgraph.store import SoulFile  # noqa: E402
 from soulgraph.store.vectors import vectors_path  # noqa: E402
 

@@ -109,6 +109,7 @@ def crash(args: argparse.Namespace) -> int:
 # Run in a child with PYTHONPATH set to one tree's runtime: that tree's store does the writes.
 WRITE_TIMER = r"""
 import json, random, sys, time
+import soulgraph.memory  # noqa: E402,F401  the write guard, as every writer installs it
 from soulgraph.store import SoulFile
 path, writes = sys.argv[1], int(sys.argv[2])
 soul = SoulFile(path)

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import synthetic  # noqa: E402
 
+import soulgraph.memory  # noqa: E402,F401  the write guard, as every writer installs it
 from soulgraph.store import SoulFile  # noqa: E402
 from soulgraph.store.vectors import VectorStore, vectors_path  # noqa: E402
 

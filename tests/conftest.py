@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+import soulgraph.memory  # noqa: F401  the write guard, installed as every command that writes installs it
 from tests import hermes_client
 from tests.lab import Lab, unavailable_reason
 

@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import soulgraph.memory  # noqa: F401  the write guard, as a server installs it
 from soulgraph.engine.graph import SoulGraph
 from soulgraph.store import ChangeKept, SoulFile, SoulFileError
 

@@ -31,6 +31,7 @@ RESTART = 'echo restart >> "$HOME/gateway-restarts"'
 # stop file appears or 120 s pass.
 WRITER = r"""
 import sys, time, pathlib
+import soulgraph.memory  # the write guard, as every writer installs it
 from soulgraph.store.soulfile import SoulFile
 soul, stop, name = SoulFile(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
 count, deadline = 0, time.monotonic() + 120
@@ -73,7 +74,7 @@ def as_host(host, *argv, **kw) -> subprocess.CompletedProcess:
 
 def add_memory(host, text: str) -> None:
     as_host(host, release_python(host), "-c",
-            "import sys\nfrom soulgraph.store.soulfile import SoulFile\n"
+            "import sys\nimport soulgraph.memory\nfrom soulgraph.store.soulfile import SoulFile\n"
             "with SoulFile(sys.argv[1]).change() as g:\n    g.add(sys.argv[2], ['test'])",
             str(soul_file(host)), text)
 

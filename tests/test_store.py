@@ -89,6 +89,7 @@ def test_reader_sees_another_processs_writes(tmp_path):
 WRITER = textwrap.dedent(
     """
     import sys
+    import soulgraph.memory  # the write guard, as every writer installs it
     from soulgraph.store import SoulFile
     soul = SoulFile(sys.argv[1])
     tag = sys.argv[2]

@@ -211,7 +211,7 @@ def test_a_backup_waits_for_a_writer_and_then_holds_its_write(tmp_path):
     soul = live_soul(tmp_path / "home")
     writer = subprocess.Popen([sys.executable, "-c", (
         "import sys, time\n"
-        "from soulgraph.store import SoulFile\n"
+        "import soulgraph.memory\nfrom soulgraph.store import SoulFile\n"
         "soul = SoulFile(sys.argv[1])\n"
         "with soul.change() as graph:\n"
         "    print('locked', flush=True)\n"

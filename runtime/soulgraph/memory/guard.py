@@ -3,7 +3,8 @@
 The engine calls the guard (`SoulGraph.guard`) from each mutation that can carry a
 writer's text: `add`, `explore`, `promote`, an `update` of a string-bearing field, `tag`,
 `pin` and `log` (an audit entry). The store (store/soulfile.py) gives every graph it loads or
-creates one, so every persisted write — the MCP tools, seeding, install, soul-repo import,
+creates one (`Policy`, which importing soulgraph.memory installs in store/write_guard.py, so
+the store imports nothing from here), so every persisted write — the MCP tools, seeding, install, soul-repo import,
 turn capture, consolidation, the memory service, the store's commands — passes it.
 
 - Every string is scanned: the content, each tag, kind, source, source_ref, writer, scope,
@@ -287,11 +288,24 @@ def vet_graph(graph: SoulGraph, where: str = "save") -> list[str]:
             flagged.append(node.id)
     if graph.branch:
         graph.branch_dirty = True
-    guard = graph.guard if graph.guard is not None else WriteGuard()
+    guard = graph.guard if isinstance(graph.guard, WriteGuard) else WriteGuard()
     graph.audit = [guard.entry(graph, entry) for entry in graph.audit]
     guard.vetted = True
     graph.guard = guard
     return flagged
+
+
+class Policy:
+    """This guard, as the store holds a place for it (store/write_guard.py); soulgraph.memory
+    installs it on import."""
+
+    refused = RefusedMemory
+
+    def new(self, vetted: bool) -> WriteGuard:
+        return WriteGuard(vetted=vetted)
+
+    def vet_graph(self, graph: SoulGraph) -> list[str]:
+        return vet_graph(graph)
 
 
 def flagged_nodes(graph: SoulGraph) -> list[Node]:

@@ -39,7 +39,7 @@ from typing import Iterator
 from soulgraph.engine import record
 from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, SoulGraph
 from soulgraph.engine.load import paused_gc
-from soulgraph.memory import guard
+from soulgraph.store import write_guard
 from soulgraph.store import journal, snapshot
 from soulgraph.store.atomic import FolderSyncError, fsync_folder, sweep_temp_files, write_atomically
 from soulgraph.store.journal import JournalError
@@ -211,9 +211,10 @@ class SoulFile:
             sig, size = _signature(st), len(raw)
             del raw
         graph.strength_half_life = self.strength_half_life
-        # Every write to a graph this store holds passes the write guard (memory/guard.py): what
-        # the files hold was vetted when written; a `save` elsewhere vets it again.
-        graph.guard = guard.WriteGuard(vetted=not graph.nodes and not graph.branch)
+        # Every write to a graph this store holds passes the write guard (memory/guard.py, installed
+        # through store/write_guard.py): what the files hold was vetted when written; a `save`
+        # elsewhere vets it again.
+        graph.guard = write_guard.new_guard(vetted=not graph.nodes and not graph.branch)
         self._graph, self._schema, self._snapshot_seq, self._snapshot_sig = graph, schema, seq, sig
         self._snapshot_size, self._seq, self._encoded = size, seq, {}
         self._open_journal()
@@ -715,10 +716,10 @@ class SoulFile:
         as if written now (a secret refuses it, SoulFileError; injection flags). `save` does
         it when not done yet; a caller about to save such a graph under the writers' lock
         calls this first, so writers do not wait through the scan."""
-        if graph.guard is None or not graph.guard.vetted:
+        if write_guard.needs_vetting(graph):
             try:
-                guard.vet_graph(graph)
-            except guard.RefusedMemory as exc:
+                write_guard.vet(graph)
+            except write_guard.refused() as exc:
                 raise SoulFileError(self.path, f"{exc}; the graph was not written") from None
 
     def save(self, graph: SoulGraph) -> None:
