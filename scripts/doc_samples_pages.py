@@ -203,3 +203,92 @@ def memory_service_bad_input(session) -> str:
 
 
 SAMPLES["memory-service-bad-input"] = memory_service_bad_input
+
+
+# ----------------------------------------------------------------------------- soul-graph.md
+# A seeded home where two gateway users each told the agent about themselves through Hermes'
+# memory tool (USER.md, mirrored in their scope), beside what the agent learned for everyone.
+TWO_USERS = """
+import os, subprocess, sys
+from soulgraph.hermes.memory_service import MemoryService
+from soulgraph.store import SoulFile
+
+home = os.path.expanduser("~/.hermes")
+subprocess.run([sys.executable, "-m", "soulgraph.seed", "--hermes-home", home, "--out",
+                os.path.join(home, "soul.json")], check=True, timeout=120, capture_output=True)
+service = MemoryService(SoulFile(os.path.join(home, "soul.json")), embed=False)
+service.memory_write("add", "memory", "The atlas staging database is on db-2.internal.")
+said = {
+    "telegram:1001": ["Dana prefers the deploy summary as a bullet list.", "Dana is on call in the first week of a month."],
+    "telegram:2002": ["Sam writes from Lisbon, UTC+0.", "Sam wants answers in Portuguese."],
+}
+user_md = os.path.join(home, "memories", "USER.md")
+for scope, entries in said.items():
+    for text in entries:
+        with open(user_md, encoding="utf-8") as handle:
+            kept = handle.read()
+        with open(user_md, "w", encoding="utf-8") as handle:
+            handle.write(kept + "\\n§\\n" + text)
+        service.memory_write("add", "user", text, scope=scope)
+"""
+
+
+def memories_users(session) -> str:
+    """docs/soul-graph.md: whose memories the soul holds, and one user's forgotten."""
+    from doc_samples import _hermes_home
+
+    _hermes_home(session, setup=False)
+    session.python(TWO_USERS)
+    session.run("python -m soulgraph.memories users")
+    session.run("python -m soulgraph.memories forget-user telegram:2002 --yes")
+    return session.text()
+
+
+SAMPLES["memories-users"] = memories_users
+
+
+# ----------------------------------------------------------------------------- hermes-install.md
+def hermes_checks(session) -> str:
+    """docs/hermes-install.md: Hermes' own commands on a home after the first install."""
+    import os
+
+    from doc_samples import _hermes_home
+
+    _hermes_home(session, setup=True)  # puts the checkout on sys.path, for tests/
+    from tests import hermes_client
+
+    session.python("import os, subprocess, sys; subprocess.run([sys.executable, '-m', 'soulgraph.install', "
+                   "'--hermes-home', os.path.expanduser('~/.hermes')], check=True, timeout=120, capture_output=True)")
+    session.env["PATH"] = f"{hermes_client.ensure_hermes_venv().parent}{os.pathsep}{session.env['PATH']}"
+    session.env.update(NO_COLOR="1", TERM="dumb")
+    session.run("HERMES_HOME=~/.hermes hermes mcp list")
+    _shown_transport(session)
+    session.run("HERMES_HOME=~/.hermes hermes mcp test soul", head=9)
+    session.run("HERMES_HOME=~/.hermes hermes skills list")
+    session.run("ls -l ~/.hermes/config.yaml* ~/.hermes/soul.json ~/.hermes/skills/soul-graph/SKILL.md")
+    return session.text()
+
+
+def _shown_transport(session) -> None:
+    """`hermes mcp list` cuts a server's command to 25 characters, before the sample shows the
+    checkout as /opt/soulfleet: the soul row reads as Hermes prints it for a checkout there."""
+    import re
+
+    from doc_samples import ROOT, SHOWN_CHECKOUT
+
+    config = (session.home / ".hermes" / "config.yaml").read_text(encoding="utf-8")
+    command = re.search(r"^  soul:.*\n    command: (\S+)$", config, re.M).group(1)
+
+    def cell(cmd: str) -> str:  # hermes_cli/mcp_config.py, cmd_mcp_list
+        transport = f"{cmd} -m soulgraph.mcp"
+        return (transport[:25] + "..." if len(transport) > 28 else transport).ljust(30)
+
+    printed = cell(command)
+    for i, line in enumerate(session.lines):
+        for form in (printed, printed.replace(str(ROOT), SHOWN_CHECKOUT)):
+            if line.startswith("  soul ") and form in line:
+                session.lines[i] = line.replace(form, cell(command.replace(str(ROOT), SHOWN_CHECKOUT)), 1)
+                break
+
+
+SAMPLES["hermes-checks"] = hermes_checks
