@@ -16,6 +16,7 @@
     flagged                 the memories withheld as prompt injection, text included
     release ID --reason R   lift a false alarm's flag
     consolidate             archive decayed memories, merge duplicates (--dry-run)
+    serve                   a local web page over the same (--port, --bind, --allow-edits)
 
 Every command works on a Hermes home's soul (--hermes-home, else $HERMES_HOME, else ~/.hermes;
 its active profile's) or on a soul file (--soul-file); --json prints one JSON document. Every
@@ -164,6 +165,10 @@ def parser() -> argparse.ArgumentParser:
     upkeep = command("consolidate", "archive decayed, never-confirmed memories and merge duplicates")
     upkeep.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     upkeep.add_argument("--below", type=_strength, default=None, help="archive below this strength (default 0.05)")
+    serve = command("serve", "a local web page to browse, search and correct the memories (docs/memories.md)")
+    serve.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    serve.add_argument("--bind", metavar="ADDR", help="listen on this address instead of 127.0.0.1 (a warning says so)")
+    serve.add_argument("--allow-edits", action="store_true", help="allow edit, pin, archive and forget from the page")
     return top
 
 
@@ -296,6 +301,9 @@ def _operator(name: str, args: argparse.Namespace, target: Target) -> tuple[Any,
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "serve":
+        from soulgraph.memories.web.app import main as serve
+        return serve(args)
     from soulgraph.memory import scopes as scope_errors, users, flagged as flag_errors
     from soulgraph.memory.guard import RefusedMemory
 
