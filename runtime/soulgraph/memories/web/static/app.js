@@ -401,7 +401,7 @@ function drawGraph(g) {
     const group = svgEl("g", { class: classes.join(" "), "data-id": node.id, transform: `translate(${at.x - NODE_W / 2} ${at.y - NODE_H / 2})` });
     group.appendChild(svgEl("rect", { width: NODE_W, height: NODE_H, rx: 5 }));
     group.appendChild(svgEl("text", { x: 7, y: 15, class: "nid" }, node.id + "  " + node.kind + (node.pinned ? "  pinned" : "")));
-    group.appendChild(svgEl("text", { x: 7, y: 31 }, short(node.content, 32)));
+    group.appendChild(svgEl("text", { x: 7, y: 31 }, short(node.content, 30)));
     const hidden = (node.parents + node.children) - [...g.edges.values()].filter((e) => e.kind === "parent" && (e.from === node.id || e.to === node.id)).length;
     if (!g.expanded.has(node.id) && hidden > 0) group.appendChild(svgEl("text", { x: NODE_W - 7, y: 42, "text-anchor": "end", class: "more" }, "+" + hidden));
     group.appendChild(svgEl("title", {}, node.id + ": " + node.content));
