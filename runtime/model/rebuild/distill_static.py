@@ -2,12 +2,12 @@
 
 Step 1 of 2 of making the vectors' model (runtime/model/soulgraph_model/); not in its wheel
 (runtime/model/pyproject.toml packages soulgraph_model only). Rerun from scratch (offline, one
-thread, low priority), in a venv with the teacher (docs/embedding-candidates.md has the install commands):
+thread, low priority), in a venv with the teacher (docs/decisions/embedding-model.md has the install commands):
   ORT_DISABLE_TELEMETRY=1 OMP_NUM_THREADS=1 nice -n 19 /tmp/embed/bin/python runtime/model/rebuild/distill_static.py
 The variants go to $STATIC_EMBED_OUT (default .cache/embed-static/variants/); then
 export_static_model.py (beside this file) writes the shipped files from one of them. The variants
 were scored by bench/eval_static.py and a query timed by bench/static_latency.py, removed since
-(`git show 9b75915:bench/eval_static.py`, docs/embedding-candidates.md).
+(`git show 9b75915:bench/eval_static.py`, docs/decisions/embedding-model.md).
 
 Steps
   1. vocabulary = tokenizer.json WordPiece vocab (30522) minus [unused*] and special tokens;

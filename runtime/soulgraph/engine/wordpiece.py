@@ -7,7 +7,7 @@ strip accents; split on whitespace and then on every punctuation character; cut 
 greedily into the longest pieces the vocabulary holds (continuations spelled ``##piece``),
 and a word that cannot be cut, or is longer than `MAX_WORD_CHARS`, is ``[UNK]``. On all of
 LoCoMo's dev turns and questions this gives exactly the ids of the `tokenizers` library
-(docs/embedding-candidates.md).
+(docs/decisions/embedding-model.md).
 """
 
 from __future__ import annotations
