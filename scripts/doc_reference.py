@@ -21,7 +21,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("help-memories", "python -m soulgraph.memories"),
     *[(f"help-memories-{sub}", f"python -m soulgraph.memories {sub}") for sub in (
         "list", "search", "show", "history", "edit", "pin", "unpin", "archive", "unarchive", "forget", "users",
-        "share", "forget-user", "flagged", "release", "consolidate")],
+        "share", "forget-user", "flagged", "release", "consolidate", "serve")],
     ("help-store", "python -m soulgraph.store"),
     *[(f"help-store-{sub}", f"python -m soulgraph.store {sub}") for sub in (
         "check", "compact", "export", "backup", "restore", "repair")],
@@ -405,3 +405,86 @@ SAMPLES["config-inventory"] = config_inventory
 SAMPLES["config-inventory-resolved"] = config_inventory_resolved
 SAMPLES["config-hermes"] = config_hermes
 SAMPLES["config-environment"] = config_environment
+
+
+# ----------------------------------------------------------------------------- files.md
+# A small soul written through the library on a fixed clock (one minute a tick), so its files'
+# times, and so the journal's checksums, are the same on every run.
+FIXED_CLOCK_SOUL = """
+import itertools, os
+from soulgraph.memory.write import explore, remember
+from soulgraph.store import SoulFile
+from soulgraph.store.vectors import VectorStore, vectors_path
+
+ticks = itertools.count(1_780_000_000.0, 60.0)  # 2026-05-28T20:26:40Z
+soul = SoulFile(os.path.expanduser("~/.hermes/soul.json"), clock=lambda: next(ticks))
+with soul.change() as graph:
+    plan = remember(graph, "Rollout plan: one wheel per sha", ["project:fleet"], writer="tool:soul_add").node
+soul.compact()
+with soul.change() as graph:
+    lesson = remember(graph, "Switch the runtime with an atomic symlink rename", ["lesson"], writer="tool:soul_add",
+                      parents=[plan.id]).node
+    graph.pin(lesson.id)
+    explore(graph, "Maybe keep two releases for a rollback", ["idea"], parents=[lesson.id])
+if VECTORS:
+    vectors = VectorStore(vectors_path(soul.path), background=False)
+    vectors.ready(soul.graph())
+    vectors.nearest("rollout", 1)
+    vectors.save()
+"""
+
+
+def _fixed_soul(session, vectors: bool = False) -> None:
+    (session.home / ".hermes").mkdir(mode=0o700)
+    session.python(FIXED_CLOCK_SOUL.replace("VECTORS", repr(vectors)))
+
+
+def files_soul(session) -> str:
+    """docs/reference/files.md: a soul's files, soul.json and its journal, then a compaction."""
+    _fixed_soul(session)
+    session.run("ls -l ~/.hermes")
+    session.run("cat ~/.hermes/soul.json")
+    session.run("cat ~/.hermes/soul.json.journal")
+    session.run("python -m soulgraph.store compact ~/.hermes/soul.json > /dev/null")
+    session.run("cat ~/.hermes/soul.json")
+    session.run("cat ~/.hermes/soul.json.journal")
+    return session.text()
+
+
+VECTORS_LISTING = ("import numpy, sys; f = numpy.load(sys.argv[1]); "
+                   "[print(f'{name:12} {f[name].dtype.str:5} {list(f[name].shape)}  {f[name].tolist() if f[name].size <= 3 else \"\"}') "
+                   "for name in f.files]")
+
+
+def files_vectors(session) -> str:
+    """docs/reference/files.md: the vectors file's arrays (the `embed` extra)."""
+    _fixed_soul(session, vectors=True)
+    session.run("ls -l ~/.hermes/soul.json.vectors")
+    import shlex
+    session.run(f"python -c {shlex.quote(VECTORS_LISTING)} ~/.hermes/soul.json.vectors",
+                shown="python -c 'import numpy; …each array: name, dtype, shape, values when short…' ~/.hermes/soul.json.vectors")
+    return session.text()
+
+
+def files_manifest_schema(session) -> str:
+    """docs/reference/files.md: the soul repository manifest's JSON Schema, as shipped."""
+    import json
+    from doc_samples import ROOT
+    path = ROOT / "runtime/soulgraph/soulrepo/layered-soul.v1.schema.json"
+    return json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=2, ensure_ascii=False) + "\n"
+
+
+def files_manifest(session) -> str:
+    """docs/reference/files.md: the manifest `soulrepo export` writes from a Hermes home."""
+    from doc_samples import _hermes_home
+    _hermes_home(session, setup=False)
+    session.run("python -m soulgraph.soulrepo export --hermes-home ~/.hermes ~/soul-repo > export.json")
+    session.run("cd ~/soul-repo && git ls-files", shown="git -C ~/soul-repo ls-files")
+    session.run("cat ~/soul-repo/manifest.json")
+    return session.text()
+
+
+SAMPLES["files-soul"] = files_soul
+SAMPLES["files-vectors"] = files_vectors
+SAMPLES["files-manifest-schema"] = files_manifest_schema
+SAMPLES["files-manifest"] = files_manifest
