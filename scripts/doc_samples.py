@@ -389,8 +389,9 @@ _VOLATILE = [
     (re.compile(r"^total \d+$", re.M), "total <n>"),
     # Sizes follow the times written in the files, whose decimals vary in length.
     (re.compile(r'("(?:\w+_)?bytes"): \d+'), r"\1: <n>"),
-    # A run's recap table: its last column is the host's seconds.
-    (re.compile(r"^(\S+ +\d+ +\d+ +\d+ +\d+ +(?:<sha>|-) +)[\d.]+$", re.M), r"\1<n>"),
+    # A run's recap table: its last column is the host's seconds (after SHA, and SOUL with --soul),
+    # right-aligned, so the spaces before it vary with its width.
+    (re.compile(r"^(\S+ +\d+ +\d+ +\d+ +\d+ +(?:<sha>|-)(?: +(?:<sha>|-))?) +[\d.]+$", re.M), r"\1 <n>"),
 ]
 
 
