@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hermes-home", help="the Hermes home (default: $HERMES_HOME, else ~/.hermes); "
                         "an active_profile file there redirects to that profile")
     parser.add_argument("--check", action="store_true", help="change nothing; report what would change, with a diff")
-    parser.add_argument("--python", help="the Python that runs the MCP server (default: this one, %(default)s)",
+    parser.add_argument("--python", help="the Python that runs the MCP server (default: the Python running this installer)",
                         default=None)
     parser.add_argument("--toolsets", type=parse_toolsets, default=DEFAULT_TOOLSETS,
                         help="the toolsets the Hermes entry serves, e.g. graph,memory (default: graph, the 13 tools)")
