@@ -111,9 +111,65 @@ def soulrepo_import(session) -> str:
     return session.text()
 
 
+def _prebuilt_release(session) -> None:
+    """`fleet-update … local` in the sample's home, fast: the wheel cache is the developer's own
+    (SOULFLEET_CACHE, else ~/.cache/soulfleet), and a first run, unseen, on another home
+    without Hermes builds the release at HEAD if the cache lacks it (as the README's run-local
+    sample does); with the wheelhouse of HEAD already in the cache, nothing needs building."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from doc_samples import ROOT, SampleError
+
+    session.env["SOULFLEET_CACHE"] = os.environ.get("SOULFLEET_CACHE") or str(Path("~/.cache/soulfleet").expanduser())
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          timeout=60).stdout.strip()
+    built_here = Path(session.env["SOULFLEET_CACHE"]) / "wheelhouses" / head
+    if built_here.is_dir() and any(built_here.iterdir()):
+        return
+    other = session.home / "prebuild"
+    other.mkdir()
+    env = dict(session.env, HOME=str(other), HERMES_HOME=str(other / ".hermes"))
+    try:
+        built = subprocess.run(["fleet-update", "--yes", "local"], cwd=ROOT, env=env, capture_output=True, text=True,
+                               timeout=900)
+    except subprocess.TimeoutExpired:
+        raise SampleError("the unseen fleet-update that builds the release ran past 900 s") from None
+    if built.returncode != 0:
+        raise SampleError(f"the unseen fleet-update that builds the release exited {built.returncode}:\n"
+                          f"{built.stdout[-2000:]}{built.stderr[-2000:]}")
+
+
+def soulrepo_fleet_local(session) -> str:
+    """docs/soul-repo.md: `fleet-update --soul` on this machine's own Hermes home, then status,
+    and verify after the repository got a new commit."""
+    import sys
+
+    from doc_samples import ROOT
+
+    _git_session(session)
+    session.python(OPERATOR_SOUL)
+    sys.path.insert(0, str(ROOT))
+    from tests import hermes_client
+
+    hermes_client.make_hermes_home(session.home / ".hermes")
+    _prebuilt_release(session)
+    session.run("HERMES_HOME=~/.hermes fleet-update --yes --soul ~/soul local", cwd=ROOT, timeout=600)
+    session.run("HERMES_HOME=~/.hermes fleet status local", cwd=ROOT)
+    session.python("import os, subprocess; root = os.path.expanduser('~/soul'); "
+                   "open(os.path.join(root, 'memories/curated/ops.md'), 'a').write('- The on-call rota lives in the ops wiki.\\n'); "
+                   "[subprocess.run(['git', '-C', root, *c], check=True, timeout=60) for c in "
+                   "(['add', '-A'], ['commit', '-q', '-m', 'Where the on-call rota lives'])]")
+    session.note("$ # a new commit in ~/soul")
+    session.run("HERMES_HOME=~/.hermes fleet verify --soul ~/soul local", cwd=ROOT, expect=None)
+    return session.text()
+
+
 SAMPLES: dict[str, Callable] = {
     "soulrepo-validate": soulrepo_validate,
     "soulrepo-import": soulrepo_import,
+    "soulrepo-fleet-local": soulrepo_fleet_local,
 }
 
 # A Hermes home whose agent had a conversation and consolidated it, wrote through Hermes' memory
