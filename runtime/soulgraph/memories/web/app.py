@@ -42,6 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
@@ -239,11 +240,35 @@ class Memories:
         self.use_vectors = vectors
         self._vectors: Any = None
         self._vectors_looked = False
+        self._listings: OrderedDict[tuple[Any, ...], tuple[list[str], int]] = OrderedDict()
+        self._timeline: tuple[Any, dict[str, Any]] | None = None
         self.lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ helpers
     def graph(self) -> SoulGraph:
         return self.target.soul.graph()
+
+    def state(self, graph: SoulGraph) -> tuple[int, int, int]:
+        """Changes whenever the soul does: a record applied from the journal (ours or another
+        process's), a snapshot read again, a node or link changed."""
+        return (id(graph), self.target.soul.seq, graph.generation)
+
+    def listing(self, graph: SoulGraph, filters: Filters, *, limit: int | None, order: str,
+                as_scope: str | None = None) -> tuple[list[Any], int]:
+        """reading.listing (only what `as_scope`'s server sees, if given), its answer (ids and
+        total) kept while the soul stays as it was: a list of every memory sorts them all (a
+        third of a second at 100,000), and the page asks for the same list at every visit."""
+        key = (self.state(graph), filters, limit, order, as_scope)  # (Filters' hash leaves `extra` out)
+        found = self._listings.get(key)
+        if found is None or any(node_id not in graph.nodes for node_id in found[0]):
+            if as_scope is not None:
+                filters = Filters(**{**filters.__dict__, "extra": (*filters.extra, scopes.Reader(as_scope).sees)})
+            nodes, total = reading.listing(graph, filters, limit=limit, order=order)
+            found = ([n.id for n in nodes], total)
+            self._listings[key] = found
+            while len(self._listings) > 16:
+                self._listings.popitem(last=False)
+        return [graph.nodes[node_id] for node_id in found[0]], found[1]
 
     def vectors(self) -> Any:
         """The soul's vectors when their file is there (as the CLI's search loads them)."""
@@ -300,11 +325,8 @@ class Memories:
         order = q.get("order") or "newest"
         if order not in reading.ORDERS:
             raise Refused(400, f"order must be one of {', '.join(reading.ORDERS)}")
-        if as_scope is not None:
-            seen = scopes.Reader(as_scope)
-            filters = Filters(**{**filters.__dict__, "extra": (*filters.extra, seen.sees)})
         limit = _int(q.get("limit"), 50, 1, MAX_LIMIT, "limit")
-        nodes, total = reading.listing(graph, filters, limit=limit, order=order)
+        nodes, total = self.listing(graph, filters, limit=limit, order=order, as_scope=as_scope)
         return {"query": "", "results": [shown.brief(graph, n, show_flagged=show_flagged) for n in nodes],
                 "total": total}
 
@@ -379,6 +401,9 @@ class Memories:
         """How many memories were learned each day (UTC), by kind and by scope."""
         graph = self.graph()
         filters = filters_of(request)
+        key = (self.state(graph), filters)
+        if self._timeline is not None and self._timeline[0] == key:
+            return self._timeline[1]
         nodes, total = reading.listing(graph, filters, limit=None, order="oldest")
         days: dict[str, dict[str, Any]] = {}
         for node in nodes:
@@ -390,7 +415,9 @@ class Memories:
             entry["kinds"][node.kind] = entry["kinds"].get(node.kind, 0) + 1
             label = scopes.label(node.scope)
             entry["scopes"][label] = entry["scopes"].get(label, 0) + 1
-        return {"total": total, "days": list(days.values())}
+        answer = {"total": total, "days": list(days.values())}
+        self._timeline = (key, answer)  # the last one, while the soul stays as it was
+        return answer
 
     def pinned(self, request: Request) -> dict[str, Any]:
         graph = self.graph()
@@ -406,11 +433,16 @@ class Memories:
                 "snapshot": text, "snapshot_chars": len(text), "max_chars": snapshot.DEFAULT_MAX_CHARS,
                 "as": scopes.label(as_scope) if as_scope is not None else None}
 
-    def health(self, request: Request) -> dict[str, Any]:
+    async def health_endpoint(self, request: Request) -> Response:
+        """The store's own check reads the files afresh (seconds at 100,000 memories): in a
+        thread, outside the lock, so the page's other requests go on meanwhile."""
         from soulgraph.store.__main__ import check
 
+        checked = await anyio.to_thread.run_sync(check, self.target.soul.path)
+        return await self.endpoint(lambda r: self.health(r, checked))(request)
+
+    def health(self, request: Request, report: dict[str, Any]) -> dict[str, Any]:
         soul = self.target.soul
-        report = check(soul.path)
         report["last_compaction"] = _mtime(soul.path)
         report["journal_modified"] = _mtime(soul.journal_path)
         backups = sorted(((p.stat().st_mtime, p) for p in _backups(soul.path)), reverse=True)
@@ -501,7 +533,7 @@ def make_app(target: Target, *, token: str, port: int, allow_edits: bool = False
         Route("/api/graph/{node_id}", memories.endpoint(memories.around)),
         Route("/api/timeline", memories.endpoint(memories.timeline)),
         Route("/api/pinned", memories.endpoint(memories.pinned)),
-        Route("/api/health", memories.endpoint(memories.health)),
+        Route("/api/health", memories.health_endpoint),
         Route("/api/history", memories.endpoint(memories.history)),
         Route("/api/{rest:path}", not_found),
         Mount("/static", app=StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
@@ -509,7 +541,9 @@ def make_app(target: Target, *, token: str, port: int, allow_edits: bool = False
     app = Starlette(routes=routes)
     app.state.memories = memories
     allowed = frozenset(f"{h.lower()}:{port}" for h in hosts)
-    return Guard(app, token=token, hosts=allowed, port=port)
+    guard = Guard(app, token=token, hosts=allowed, port=port)
+    guard.memories = memories
+    return guard
 
 
 def _is_loopback(address: str) -> bool:
@@ -529,6 +563,9 @@ def serve(target: Target, *, port: int = 0, bind: str | None = None, allow_edits
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Each accepted connection inherits it: a response's head and body are sent apart, and with
+    # Nagle on the body would wait for the client's delayed ACK (40 ms a request).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((address, port))
     except OSError as exc:
@@ -549,6 +586,12 @@ def serve(target: Target, *, port: int = 0, bind: str | None = None, allow_edits
             shown_host = f"[{address}]" if ":" in address else address
     token = secrets.token_urlsafe(24)
     app = make_app(target, token=token, port=port, allow_edits=allow_edits, hosts=tuple(hosts))
+    try:
+        # Read now: a soul that does not load says so here, and the first page is quick.
+        app.memories.listing(target.soul.graph(), Filters(), limit=50, order="newest")
+    except SoulFileError as exc:
+        sock.close()
+        raise MemoriesError(str(exc)) from None
     url = f"http://{shown_host}:{port}/?token={token}"
     mode = "edits allowed" if allow_edits else "read-only"
     print(f"serving {target.soul.path} ({mode}) at\n    {url}\nCtrl-C stops it.", file=out, flush=True)

@@ -353,11 +353,26 @@ async function expand(id) {
   toast(id + ": " + (g.nodes.size - before) + " more shown");
 }
 
+// Columns by step: parents to the left of the memory drawn first, children to its right; a
+// memory built on another drawn one goes at least one column right of it (relaxed a few rounds).
 function layout(g) {
+  const step = new Map([...g.nodes.values()].map((n) => [n.id, n.step]));
+  const links = [...g.edges.values()].filter((e) => step.has(e.from) && step.has(e.to));
+  for (let round = 0; round < 8; round++) {
+    let moved = false;
+    for (const e of links) {
+      const a = step.get(e.from), b = step.get(e.to);
+      if (b > a) continue;
+      if (e.to !== g.center && b >= 0) { step.set(e.to, a + 1); moved = true; }
+      else if (e.from !== g.center && a <= 0) { step.set(e.from, b - 1); moved = true; }
+    }
+    if (!moved) break;
+  }
   const columns = new Map();
   for (const node of g.nodes.values()) {
-    if (!columns.has(node.step)) columns.set(node.step, []);
-    columns.get(node.step).push(node);
+    const at = step.get(node.id);
+    if (!columns.has(at)) columns.set(at, []);
+    columns.get(at).push(node);
   }
   const place = new Map();
   const number = (id) => parseInt(String(id).replace(/\D/g, ""), 10) || 0;
@@ -400,7 +415,7 @@ function drawGraph(g) {
     if (node.withheld) classes.push("withheld");
     const group = svgEl("g", { class: classes.join(" "), "data-id": node.id, transform: `translate(${at.x - NODE_W / 2} ${at.y - NODE_H / 2})` });
     group.appendChild(svgEl("rect", { width: NODE_W, height: NODE_H, rx: 5 }));
-    group.appendChild(svgEl("text", { x: 7, y: 15, class: "nid" }, node.id + "  " + node.kind + (node.pinned ? "  pinned" : "")));
+    group.appendChild(svgEl("text", { x: 7, y: 15, class: "nid" }, short(node.id + "  " + node.kind + (node.pinned ? "  pinned" : ""), 30)));
     group.appendChild(svgEl("text", { x: 7, y: 31 }, short(node.content, 30)));
     const hidden = (node.parents + node.children) - [...g.edges.values()].filter((e) => e.kind === "parent" && (e.from === node.id || e.to === node.id)).length;
     if (!g.expanded.has(node.id) && hidden > 0) group.appendChild(svgEl("text", { x: NODE_W - 7, y: 42, "text-anchor": "end", class: "more" }, "+" + hidden));
