@@ -39,6 +39,10 @@ class SampleError(RuntimeError):
     """A sample's command failed in a way the sample does not show, or ran past its deadline."""
 
 
+class SampleSkipped(RuntimeError):
+    """A sample whose real parts cannot run here (the SSH lab without root or sshd): not made."""
+
+
 class Session:
     """A shell session in a fresh home: what `run` prints becomes the sample's text."""
 
@@ -338,6 +342,8 @@ from doc_reference import SAMPLES as _REFERENCE  # noqa: E402  docs/reference/'s
 SAMPLES.update(_REFERENCE)
 from doc_samples_pages import SAMPLES as _PAGES  # noqa: E402  the how-to pages' samples
 SAMPLES.update(_PAGES)
+from doc_samples_lab import LAB, SAMPLES as _LAB  # noqa: E402,F401  the fleet's, on the SSH lab (LAB: their names)
+SAMPLES.update(_LAB)
 
 
 def make(name: str) -> str:
@@ -377,7 +383,9 @@ _VOLATILE = [
     (re.compile(r"\b\d{8}T\d{6}Z(-\d+)?\b"), "<utc>"),  # 20261201T210132Z: backup and kept-file names
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"), "<iso time>"),
     (re.compile(r"\b20\d\d-\d\d-\d\d\b"), "<date>"),  # a memory's day in a list
-    (re.compile(r"\bscore \d+\.\d+"), "score <n>"),  # recall's scores carry the seconds since a memory's use
+    (re.compile(r"\bscore \d+\.\d+"), "score <n>"),
+    (re.compile(r"\b\d+ bytes\b"), "<n> bytes"),  # a soul's size: the times in it vary in length
+    (re.compile(r"\(pid \d+, [^,()]+, since"), "(pid <n>, <user@host>, since"),  # a run lock's holder  # recall's scores carry the seconds since a memory's use
     (re.compile(r'("(?:\w+_)?seconds"|"saved_at"|"[a-z_]*_at"): -?[\d.]+(e-?\d+)?'), r"\1: <n>"),
     # A task's line ends with its time when it took a second or more: on a faster run, not at all.
     (re.compile(r" \(\d+(\.\d+)? s\)$", re.M), ""),
@@ -395,7 +403,26 @@ _VOLATILE = [
 ]
 
 
+_HOST_LINE = re.compile(r"^[a-z][a-z0-9-]*\d: ")
+
+
 def normalised(text: str) -> str:
     for pattern, mask in _VOLATILE:
         text = pattern.sub(mask, text)
-    return text.rstrip("\n")
+    return _host_lines_sorted(text).rstrip("\n")
+
+
+def _host_lines_sorted(text: str) -> str:
+    """Hosts run at once, so the order of consecutive lines of different hosts ("sflabg02: …")
+    varies from run to run; each host's own lines keep their order."""
+    lines, out, run = text.split("\n"), [], []
+    for line in lines + [""]:
+        if _HOST_LINE.match(line):
+            run.append(line)
+            continue
+        if run:
+            hosts = sorted({l.split(":", 1)[0] for l in run})
+            out.extend(l for host in hosts for l in run if l.split(":", 1)[0] == host)
+            run = []
+        out.append(line)
+    return "\n".join(out[:-1])

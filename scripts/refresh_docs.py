@@ -36,7 +36,12 @@ def main(argv: list[str] | None = None) -> int:
         for name in missing:
             print(f"refresh-docs: no sample is called {name!r}", file=sys.stderr)
         return 2
-    fresh = {name: doc_samples.make(name) for name in sorted(wanted)}
+    fresh = {}
+    for name in sorted(wanted):
+        try:
+            fresh[name] = doc_samples.make(name)
+        except doc_samples.SampleSkipped as exc:  # left as the page shows it, and said so
+            print(f"refresh-docs: {name}: not made ({exc})", file=sys.stderr)
     stale = 0
     for path, found in marked.items():
         shown = path.relative_to(root)
