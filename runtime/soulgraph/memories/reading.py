@@ -31,6 +31,11 @@ class Filters:
     extra: tuple[Callable[[Node], bool], ...] = field(default=(), compare=False)
 
     @property
+    def narrows(self) -> bool:
+        """Do these filters take away anything recall's own default (the active memories) keeps?"""
+        return self != Filters() or bool(self.extra)
+
+    @property
     def out_of_recall_too(self) -> bool:
         """Do these filters reach superseded, contradicted or archived memories?"""
         return self.any_status or any(s != record.DEFAULT_STATUS for s in self.statuses)
@@ -74,7 +79,9 @@ def search(graph: SoulGraph, query: str, filters: Filters = Filters(), *, limit:
     memories and that user's); None: every user's, as the operator may."""
     reader = None if as_scope is None else scopes.Reader(as_scope)
     exclude = reader.hidden_ids(graph) if reader is not None else frozenset()
-    return ranking.recall(graph, query, limit, where=filters.accepts, exclude=exclude,
+    # No predicate when the filters add nothing: recall's word index then stays the fast pruned
+    # search (a predicate makes it score every match: 215 ms against 5 ms at 100,000 memories).
+    return ranking.recall(graph, query, limit, where=filters.accepts if filters.narrows else None, exclude=exclude,
                           include_archived=filters.out_of_recall_too, vectors=vectors)
 
 
