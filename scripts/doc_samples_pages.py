@@ -348,3 +348,32 @@ def _shown_transport(session) -> None:
 
 
 SAMPLES["hermes-checks"] = hermes_checks
+
+
+# ----------------------------------------------------------------------------- soul-graph.md
+INSPECTOR = "npx -y @modelcontextprotocol/inspector@2.12.0 --cli"  # a client nobody here wrote, from npm
+
+
+def inspector_cli(session) -> str:
+    """docs/soul-graph.md: the MCP Inspector's CLI against the server: a write, a refused
+    argument, a bound, the snapshot resource. npm's warnings (its engine check) are not shown."""
+    import os
+    import sys
+
+    # npm's own cache, not the sample's fresh home: the package is fetched once, not every run.
+    session.env["npm_config_cache"] = os.environ.get("npm_config_cache") or os.path.expanduser("~/.npm")
+    (session.home / "insp").mkdir()
+    server = f"{sys.executable} -m soulgraph.mcp --soul-file ~/insp/soul.json"
+    shown_server = ".venv/bin/python -m soulgraph.mcp --soul-file ~/insp/soul.json"
+    calls = [("--method tools/call --tool-name soul_add --tool-arg content=\"Deploys happen on Tuesdays.\" "
+              "--tool-arg 'tags=[\"ops\"]'", None),
+             ("--method tools/call --tool-name soul_add --tool-arg content=x --tool-arg 'parent=[\"n1\"]'", None),
+             ("--method tools/call --tool-name soul_hot --tool-arg limit=500", None),
+             ("--method resources/read --uri soul://snapshot", None)]
+    for i, (arguments, expect) in enumerate(calls):
+        shown = f"{INSPECTOR} {shown_server if i == 0 else '…'} {arguments}"
+        session.run(f"{INSPECTOR} {server} {arguments} 2>/dev/null", shown=shown, expect=expect, timeout=300)
+    return session.text()
+
+
+SAMPLES["inspector-cli"] = inspector_cli
