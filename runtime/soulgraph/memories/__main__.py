@@ -169,6 +169,8 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
     serve.add_argument("--bind", metavar="ADDR", help="listen on this address instead of 127.0.0.1 (a warning says so)")
     serve.add_argument("--allow-edits", action="store_true", help="allow edit, pin, archive and forget from the page")
+    serve.add_argument("--tunnel-port", type=int, metavar="N", help="also answer to 127.0.0.1:N and localhost:N, "
+                       "the local end of an SSH tunnel to this server (fleet memories HOST --web)")
     return top
 
 

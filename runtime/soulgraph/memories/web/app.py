@@ -514,8 +514,10 @@ def _backups(soul_path: Path) -> list[Path]:
 
 
 def make_app(target: Target, *, token: str, port: int, allow_edits: bool = False,
-             hosts: tuple[str, ...] = LOOPBACK_NAMES, vectors: bool = True) -> ASGIApp:
-    """The page and its API behind the guard; `hosts`: the names the Host header may give."""
+             hosts: tuple[str, ...] = LOOPBACK_NAMES, vectors: bool = True,
+             tunnel_port: int | None = None) -> ASGIApp:
+    """The page and its API behind the guard; `hosts`: the names the Host header may give (at
+    `port`, and at `tunnel_port`: the local end of an SSH tunnel to this server)."""
     memories = Memories(target, allow_edits=allow_edits, vectors=vectors)
 
     async def index(request: Request) -> Response:
@@ -540,7 +542,8 @@ def make_app(target: Target, *, token: str, port: int, allow_edits: bool = False
     ]
     app = Starlette(routes=routes)
     app.state.memories = memories
-    allowed = frozenset(f"{h.lower()}:{port}" for h in hosts)
+    ports = (port,) if tunnel_port is None else (port, tunnel_port)
+    allowed = frozenset(f"{h.lower()}:{p}" for h in hosts for p in ports)
     guard = Guard(app, token=token, hosts=allowed, port=port)
     guard.memories = memories
     return guard
@@ -554,7 +557,7 @@ def _is_loopback(address: str) -> bool:
 
 
 def serve(target: Target, *, port: int = 0, bind: str | None = None, allow_edits: bool = False,
-          out=None, ready: Callable[[str], None] | None = None) -> int:
+          out=None, ready: Callable[[str], None] | None = None, tunnel_port: int | None = None) -> int:
     """Bind (127.0.0.1 unless `bind`), print the URL with its token, serve until Ctrl-C."""
     import uvicorn
 
@@ -585,7 +588,8 @@ def serve(target: Target, *, port: int = 0, bind: str | None = None, allow_edits
         if not wildcard:
             shown_host = f"[{address}]" if ":" in address else address
     token = secrets.token_urlsafe(24)
-    app = make_app(target, token=token, port=port, allow_edits=allow_edits, hosts=tuple(hosts))
+    app = make_app(target, token=token, port=port, allow_edits=allow_edits, hosts=tuple(hosts),
+                   tunnel_port=tunnel_port)
     try:
         # Read now: a soul that does not load says so here, and the first page is quick.
         app.memories.listing(target.soul.graph(), Filters(), limit=50, order="newest")
@@ -613,7 +617,8 @@ def main(args: Any) -> int:
     prog = "python -m soulgraph.memories serve"
     try:
         target = open_target(args.hermes_home, args.soul_file)
-        return serve(target, port=args.port, bind=args.bind, allow_edits=args.allow_edits)
+        return serve(target, port=args.port, bind=args.bind, allow_edits=args.allow_edits,
+                     tunnel_port=getattr(args, "tunnel_port", None))
     except MemoriesError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
