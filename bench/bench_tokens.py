@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,22 @@ def runtime_at(commit: str, into: Path) -> Path:
     into.mkdir(parents=True, exist_ok=True)
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True, timeout=60)
     return into / "runtime"
+
+
+OLD_SEED = """
+import sys
+from soulgraph.hermes.seed import seed_graph
+from soulgraph.store import SoulFile
+graph, _ = seed_graph(sys.argv[1])
+SoulFile(sys.argv[2]).save(graph)
+"""
+
+
+def soul_of_old_runtime(old: Path, home: Path, out: Path) -> Path:
+    """The same Hermes home seeded by the old runtime itself: it reads only its own schema."""
+    subprocess.run([sys.executable, "-c", OLD_SEED, str(home), str(out)], check=True, capture_output=True,
+                   timeout=120, env={**os.environ, "PYTHONPATH": str(old)})
+    return out
 
 
 def split_envelope(content: str) -> tuple[int, int]:
@@ -122,7 +139,8 @@ def main() -> int:
             "compact": {**base, "args": ["-m", "soulgraph.mcp", "--soul-file", "SOUL_FILE"]},
             "after": {**base, "args": ["-m", "soulgraph.mcp", "--soul-file", "SOUL_FILE", "--structured-only"]},
         }
-        seen = {name: hermes_arm(folder / name, soul, entry) for name, entry in arms.items()}
+        souls = {"before": soul_of_old_runtime(old, source, folder / "before-soul.json"), "compact": soul, "after": soul}
+        seen = {name: hermes_arm(folder / name, souls[name], entry) for name, entry in arms.items()}
         copy = folder / "payload.json"
         shutil.copy(soul, copy)
         sizes = asyncio.run(payloads(copy))
