@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -437,23 +438,46 @@ MEMORIES_ASK = {"forget": "--hard", "forget-user": None}  # commands that ask fi
 
 @fleet.command(name="memories", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("host")
-@click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED, metavar="COMMAND [ARGS]...")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="COMMAND [ARGS]... | --web [--allow-edits]")
 @click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY",
               help=f"YAML inventory (default: ./{DEFAULT_INVENTORY} if present).")
 @click.option("--accept-new-host-keys", is_flag=True,
               help="Trust and record the key of a host not yet in known_hosts (never a changed key).")
 @click.option("--timeout", default=memory.MEMORIES_SECONDS, show_default=True, type=click.FloatRange(1, 3600),
-              help="Seconds the command may take on the host.")
-def memories_command(host, args, inventory_path, accept_new_host_keys, timeout):
+              help="Seconds the command may take on the host (with --web: its server's start).")
+@click.option("--web", is_flag=True,
+              help="The memories web page of HOST, through an SSH tunnel to its loopback, until Ctrl-C.")
+@click.option("--allow-edits", is_flag=True, help="With --web: allow edit, pin, archive and forget from the page.")
+def memories_command(host, args, inventory_path, accept_new_host_keys, timeout, web, allow_edits):
     """See and correct what HOST's agent remembers: `python -m soulgraph.memories COMMAND ARGS`
     run on the host, on its agent's soul (list, search, show, history, edit --content, pin,
     unpin, archive, unarchive, forget, users, share, forget-user, flagged, release, consolidate;
-    --json). A command that asks first asks here. Exit: the command's own (0 done, 1 refused,
-    2 bad usage), 4 the host is unreachable."""
+    --json). A command that asks first asks here. With --web (after HOST or before it), the
+    host's memories page: its server on the host's 127.0.0.1, reached from a local 127.0.0.1
+    port through the same SSH connection, until Ctrl-C. Exit: the command's own (0 done, 1
+    refused, 2 bad usage), 4 the host is unreachable."""
+    args = list(args)
+    if args and args[0] == "--web":  # after HOST: click leaves everything there to COMMAND
+        web, rest = True, args[1:]
+        allow_edits = allow_edits or "--allow-edits" in rest
+        unknown = [a for a in rest if a != "--allow-edits"]
+        if unknown:
+            raise click.UsageError(f"--web takes only --allow-edits, not {' '.join(unknown)}")
+        args = []
+    if web and args:
+        raise click.UsageError("--web runs the page, not a COMMAND: give one or the other")
+    if not web and not args:
+        raise click.UsageError("Missing argument 'COMMAND [ARGS]...' (or --web).")
+    if allow_edits and not web:
+        raise click.UsageError("--allow-edits is for --web")
     chosen = _select(inventory_path, host, None, accept_new_host_keys)
     if len(chosen) != 1:
         _fail(f"{host!r} names {len(chosen)} hosts ({', '.join(h.name for h in chosen)}); one host at a time")
-    args = list(args)
+    if web:
+        # --timeout given: the server's start may take that long; else WEB_START_SECONDS.
+        start = memory.WEB_START_SECONDS if timeout == memory.MEMORIES_SECONDS else timeout
+        _memories_web(chosen[0], allow_edits=allow_edits, start_timeout=start)
+        return
     if any(a in ("--soul-file", "--hermes-home") or a.startswith(("--soul-file=", "--hermes-home=")) for a in args):
         _fail("the host's own agent soul is used; --soul-file and --hermes-home are not for fleet memories")
     command = args[0]
@@ -481,6 +505,49 @@ def memories_command(host, args, inventory_path, accept_new_host_keys, timeout):
     click.echo(done.stdout, nl=False)
     click.echo(done.stderr, nl=False, err=True)
     sys.exit(done.rc)
+
+
+def _memories_web(host, *, allow_edits: bool, start_timeout: float) -> None:
+    """`fleet memories HOST --web`: serve until Ctrl-C (a second one exits at once), then stop
+    the host's server. Exit 0 stopped by Ctrl-C, 1 the server did not start or stopped, 4 the
+    host is unreachable or its connection was lost."""
+    import signal
+    import time
+
+    try:
+        session = memory.web_on_host(host, allow_edits=allow_edits, start_timeout=start_timeout)
+    except (memory.BackupInputError, memory.WebFailed) as exc:
+        _fail(str(exc))
+    except HostConnectionError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_UNREACHABLE)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    said = next((line for line in session.said if line.startswith("serving ")), "serving")
+    said = said.removesuffix(" at").removesuffix(":")
+    click.echo(f"{host.name}: {said}, through an SSH tunnel (the host listens on its 127.0.0.1 only), at\n"
+               f"    {session.url}\nCtrl-C stops it.")
+    code, problem = 0, None
+    try:
+        while problem is None:
+            time.sleep(memory.WEB_POLL_SECONDS)
+            problem = session.problem()
+        code = 1
+    except HostConnectionError as exc:
+        problem, code = f"{exc}; the host's memories server ends with the connection", EXIT_UNREACHABLE
+    except KeyboardInterrupt:
+        pass
+    # A second Ctrl-C leaves at once: the host still ends its server when the connection closes.
+    signal.signal(signal.SIGINT, lambda *_: os._exit(EXIT_INTERRUPTED))
+    if problem:
+        click.echo(f"Error: {problem}", err=True)
+    else:
+        click.echo(f"Stopping the memories server on {host.name} ...", err=True)
+    session.close()
+    if not problem:
+        click.echo("Stopped.", err=True)
+    sys.exit(code)
 
 
 @fleet.command(name="restore")

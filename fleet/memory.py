@@ -117,6 +117,133 @@ def memories_on_host(host: Host, args: list[str], *, timeout: float = MEMORIES_S
         return conn.run(line, timeout=timeout)
 
 
+# -- the memories web page of a host, through an SSH tunnel -------------------------------------
+
+WEB_START_SECONDS = 60  # the host's server up: the soul loaded, its port bound, its URL printed
+WEB_POLL_SECONDS = 10  # how often the operator's command looks whether the host's server still runs
+
+# Run on the host with the release's Python: argv is the server's command line. Starts the
+# server, and prints one line: SERVING {"pid", "url", "said"} once it prints its URL, or FAILED
+# and why. Then the server runs until this one's stdin closes (the operator's command released
+# it, ended or lost its connection: sshd closes it then) or it is signalled; the server is
+# stopped with it, so it never outlives the operator's session.
+WEB_WRAPPER = r"""
+import json, os, signal, subprocess, sys, threading
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+def stop(*_):
+    try:
+        child.terminate()
+        child.wait(10)
+    except subprocess.TimeoutExpired:
+        child.kill()
+    os._exit(0)
+for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+    signal.signal(getattr(signal, name), stop)
+said, url = [], None
+for raw in child.stdout:
+    line = raw.decode("utf-8", "replace").strip()
+    if line.startswith("http://"):
+        url = line
+        break
+    if line:
+        said.append(line)
+if url is None:
+    child.wait()
+    print("FAILED " + (said[-1] if said else "the server exited %s before printing its URL" % child.returncode), flush=True)
+    sys.exit(1)
+print("SERVING " + json.dumps({"pid": os.getpid(), "url": url, "said": said}), flush=True)
+threading.Thread(target=lambda: [None for _ in child.stdout], daemon=True).start()
+def watch():
+    sys.stdin.buffer.read()
+    stop()
+threading.Thread(target=watch, daemon=True).start()
+child.wait()
+os._exit(child.returncode)
+"""
+
+
+class WebFailed(Exception):
+    """The host's memories page did not start, or stopped; the message says why."""
+
+
+@dataclass
+class WebSession:
+    """A host's `soulgraph.memories serve`, held from the operator, and the local port that
+    carries to it through the same SSH connection."""
+
+    host: str
+    url: str  # the operator's: http://127.0.0.1:<local port>/?token=<the host server's token>
+    remote_url: str
+    said: list[str]
+    pid: int
+    conn: Connection
+    held: Any
+    forward: Any
+
+    def problem(self) -> str | None:
+        """None while the host's server runs; else what ended it. The connection's errors
+        (HostConnectionError) pass to the caller: the host is gone, and the server with it."""
+        done = self.conn.run(f"kill -0 {self.pid}", timeout=SHORT_SECONDS)
+        return None if done.ok else f"{self.host}: the memories server stopped"
+
+    def close(self) -> None:
+        """The local port closed, the host's server stopped (its stdin closed), the connection
+        closed; safe to call twice."""
+        self.forward.close()
+        try:
+            self.held.release()
+        except HostConnectionError:
+            pass
+        self.conn.close()
+
+
+def web_on_host(host: Host, *, allow_edits: bool = False, start_timeout: float = WEB_START_SECONDS) -> WebSession:
+    """Start `python -m soulgraph.memories serve` on the host's own loopback, on its agent's soul,
+    with the deployed release's Python; forward a local 127.0.0.1 port to it through the host's
+    SSH connection (a direct-tcpip channel: nothing listens on the host beyond its loopback).
+    BackupInputError when no release is deployed, WebFailed when the server does not start; the
+    connection's errors pass to the caller."""
+    conn = host.connection()
+    forward = held = None
+    try:
+        where = locate(conn, host)
+        if not where.python:
+            raise BackupInputError(f"{host.name}: no runtime deployed under {where.runtime_dir} (run fleet-update first)")
+        forward = conn.forward()
+        server = [where.python, "-m", "soulgraph.memories", "serve", "--soul-file", where.soul_file,
+                  "--port", "0", "--tunnel-port", str(forward.port)] + (["--allow-edits"] if allow_edits else [])
+        line = (f"{sh_path(where.python)} -c {shlex.quote(WEB_WRAPPER)} "
+                + " ".join(sh_path(a) for a in server))
+        held = conn.hold(line, timeout=start_timeout)
+        first = held.first_line
+        if first.startswith("FAILED "):
+            raise WebFailed(f"{host.name}: the memories server did not start: {first[7:]}")
+        if not first.startswith("SERVING "):
+            raise WebFailed(f"{host.name}: the memories server did not start within {start_timeout:g} s"
+                            + (f": {first[:300]}" if first else ""))
+        try:
+            report = json.loads(first[8:])
+            remote_url, pid = str(report["url"]), int(report["pid"])
+            found = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/\?token=([\w-]+)", remote_url)
+            if not found:
+                raise ValueError(remote_url)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise WebFailed(f"{host.name}: the memories server's answer could not be read: {exc}") from None
+        forward.remote_port = int(found.group(1))
+        url = f"http://127.0.0.1:{forward.port}/?token={found.group(2)}"
+        return WebSession(host.name, url, remote_url, list(report.get("said") or []), pid, conn, held, forward)
+    except BaseException:
+        if forward is not None:
+            forward.close()
+        if held is not None:
+            try:
+                held.release()
+            except HostConnectionError:
+                pass
+        conn.close()
+        raise
+
+
 def _sha256_command(python: str, path: str) -> str:
     # The release's Python: sha256sum (Linux) and shasum (macOS) differ.
     script = "import hashlib,sys;print(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest())"

@@ -7,8 +7,12 @@ subset). Outputs are decoded as UTF-8 with replacement, so a stray byte never cr
 from __future__ import annotations
 
 import abc
+import select
+import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,17 @@ class Connection(abc.ABC):
     def close(self) -> None:
         """Release the connection; safe to call twice."""
 
+    def forward(self, remote_port: int | None = None, *, remote_host: str = "127.0.0.1") -> "Forward":
+        """A listener on this machine's 127.0.0.1 only (a free port: `Forward.port`) whose every
+        connection is carried to `remote_host:remote_port` as the host sees it (the port may be
+        set later, `Forward.remote_port`: the local port is known first). Over SSH each one is
+        a direct-tcpip channel of this connection, so nothing new listens on the host."""
+        return Forward(self._open_stream, remote_port, remote_host=remote_host)
+
+    def _open_stream(self, address: str, port: int) -> Any:
+        """A stream (recv, sendall, fileno, close) to address:port as the host sees it."""
+        raise NotImplementedError(f"{type(self).__name__} cannot forward a port")
+
     def __enter__(self):
         return self
 
@@ -140,6 +155,89 @@ class Held:
         release, self._release = self._release, None
         if release is not None:
             release()
+
+
+class Forward:
+    """A local port carried to a host's (Connection.forward). Connections accepted before
+    `remote_port` is set, or that the host cannot open, are closed at once (`error` says why)."""
+
+    CHUNK = 65536
+
+    def __init__(self, open_stream: Callable[[str, int], Any], remote_port: int | None = None, *,
+                 remote_host: str = "127.0.0.1", local_port: int = 0):
+        self.remote_host, self.remote_port = remote_host, remote_port
+        self.error: str | None = None
+        self._open = open_stream
+        self._closed = threading.Event()
+        self._streams: set[Any] = set()
+        self._lock = threading.Lock()
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", local_port))  # loopback only: never another machine's
+        self._listener.listen(16)
+        self.port: int = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, name=f"forward-{self.port}", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                ready, _, _ = select.select([self._listener], [], [], 0.5)
+                if not ready:
+                    continue
+                client, _ = self._listener.accept()
+            except (OSError, ValueError):  # closed under us
+                return
+            threading.Thread(target=self._relay, args=(client,), daemon=True).start()
+
+    def _relay(self, client: socket.socket) -> None:
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        far = None
+        try:
+            if self.remote_port is None:
+                return
+            try:
+                far = self._open(self.remote_host, self.remote_port)
+            except Exception as exc:  # the host refused or the connection is gone
+                self.error = f"{self.remote_host}:{self.remote_port} could not be reached: {exc or type(exc).__name__}"
+                return
+            with self._lock:
+                self._streams.update((client, far))
+            while not self._closed.is_set():
+                ready, _, _ = select.select([client, far], [], [], 0.5)
+                for source in ready:
+                    data = source.recv(self.CHUNK)
+                    if not data:
+                        return
+                    (far if source is client else client).sendall(data)
+        except (OSError, EOFError, ValueError):
+            return
+        except Exception:  # a channel's own errors (paramiko.SSHException): the stream ends
+            return
+        finally:
+            with self._lock:
+                self._streams.discard(client)
+                self._streams.discard(far)
+            for stream in (client, far):
+                if stream is not None:
+                    try:
+                        stream.close()
+                    except Exception:
+                        pass
+
+    def close(self) -> None:
+        """Stop listening and end every stream; safe to call twice."""
+        self._closed.set()
+        try:
+            self._listener.close()
+        except OSError:
+            pass
+        with self._lock:
+            streams, self._streams = list(self._streams), set()
+        for stream in streams:
+            try:
+                stream.close()
+            except Exception:
+                pass
 
 
 def decode(data: bytes) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import select
 import tempfile
@@ -84,6 +85,11 @@ class LocalConnection(Connection):
             proc.stdout.close()
 
         return Held(decode(line).strip(), release)
+
+    def _open_stream(self, address: str, port: int) -> socket.socket:
+        stream = socket.create_connection((address, port), timeout=10)
+        stream.settimeout(None)
+        return stream
 
     def close(self) -> None:
         pass

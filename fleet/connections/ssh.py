@@ -281,6 +281,18 @@ class SSHConnection(Connection):
 
         return Held(decode(line).strip(), release)
 
+    def _open_stream(self, address: str, port: int) -> paramiko.Channel:
+        """A direct-tcpip channel: the host's sshd connects to address:port itself (its loopback
+        for `fleet memories --web`); no port is opened on the host."""
+        with self._lock:
+            client = self._ensure_client()
+        try:
+            return client.get_transport().open_channel("direct-tcpip", (address, port), ("127.0.0.1", 0),
+                                                       timeout=self.connect_timeout)
+        except (paramiko.SSHException, EOFError, OSError) as e:
+            raise HostUnreachable(self.host, self.address, self.port,
+                                  f"cannot open a channel to its {address}:{port}: {e}") from None
+
     def _exec(self, chan: paramiko.Channel, command: str) -> None:
         """`chan.exec_command`, bounded: paramiko waits for the host's reply to the request with
         no deadline, so a host that stops answering between opening the channel and starting the
