@@ -384,7 +384,8 @@ _VOLATILE = [
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"), "<iso time>"),
     (re.compile(r"\b20\d\d-\d\d-\d\d\b"), "<date>"),  # a memory's day in a list
     (re.compile(r"\bscore \d+\.\d+"), "score <n>"),
-    (re.compile(r"\b\d+ bytes\b"), "<n> bytes"),  # a soul's size: the times in it vary in length
+    (re.compile(r"\b\d+ bytes\b"), "<n> bytes"),
+    (re.compile(r"\b20\d\d-\d\d(?=\.jsonl\b)"), "<month>"),  # a learned-memories file is named by its month  # a soul's size: the times in it vary in length
     (re.compile(r"\(pid \d+, [^,()]+, since"), "(pid <n>, <user@host>, since"),  # a run lock's holder  # recall's scores carry the seconds since a memory's use
     (re.compile(r'("(?:\w+_)?seconds"|"saved_at"|"[a-z_]*_at"): -?[\d.]+(e-?\d+)?'), r"\1: <n>"),
     # A task's line ends with its time when it took a second or more: on a faster run, not at all.
