@@ -344,6 +344,8 @@ from doc_samples_pages import SAMPLES as _PAGES  # noqa: E402  the how-to pages'
 SAMPLES.update(_PAGES)
 from doc_samples_lab import LAB, SAMPLES as _LAB  # noqa: E402,F401  the fleet's, on the SSH lab (LAB: their names)
 SAMPLES.update(_LAB)
+from doc_samples_eval import SAMPLES as _EVAL  # noqa: E402  the evaluation pages' (docs/eval.md)
+SAMPLES.update(_EVAL)
 
 
 def make(name: str) -> str:
