@@ -20,7 +20,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("help-memory-service", "python -m soulgraph.hermes.memory_service"),
     ("help-memories", "python -m soulgraph.memories"),
     *[(f"help-memories-{sub}", f"python -m soulgraph.memories {sub}") for sub in (
-        "list", "search", "show", "history", "edit", "pin", "unpin", "archive", "unarchive", "forget", "users",
+        "list", "search", "show", "history", "edit", "supersede", "pin", "unpin", "archive", "unarchive", "forget", "users",
         "share", "forget-user", "flagged", "release", "consolidate", "serve")],
     ("help-store", "python -m soulgraph.store"),
     *[(f"help-store-{sub}", f"python -m soulgraph.store {sub}") for sub in (

@@ -279,6 +279,13 @@ def test_edit_and_forget_from_the_page_go_into_the_audit(browser, server, soul):
     assert text_of(driver, "#memory-content") == "Priya lives in Lisbon and works on the billing service"
     graph = SoulFile(soul).graph()
     assert graph.nodes["n1"].superseded_by == "n8" and graph.nodes["n8"].writer == WRITER
+    # "Replaced by…": another memory that already says it right replaces this one.
+    go(driver, base, "#/memory/n7", "memory")
+    by_css(driver, "#act-supersede").click()
+    driver.execute_script("document.body.dataset.ready = ''")
+    confirm(driver, by="n8", reason="said in the new version")
+    ready(driver, "memory")
+    assert SoulFile(soul).graph().nodes["n7"].superseded_by == "n8"
     # A hard forget of a memory whose text is markup, which the dialog shows as text too.
     go(driver, base, "#/memory/n6", "memory")
     assert text_of(driver, "#memory-content") == IMAGE
@@ -291,7 +298,8 @@ def test_edit_and_forget_from_the_page_go_into_the_audit(browser, server, soul):
     graph = SoulFile(soul).graph()
     assert "n6" not in graph.nodes
     assert [(e["action"], e["node"], e.get("reason")) for e in graph.audit if e.get("writer") == WRITER] == [
-        ("supersede", "n1", "she moved"), ("forget", "n6", "markup from a test")]
+        ("supersede", "n1", "she moved"), ("supersede", "n7", "said in the new version"),
+        ("forget", "n6", "markup from a test")]
     assert IMAGE not in soul.read_text() + Path(f"{soul}.journal").read_text()
     # A refused change says why and changes nothing: forgetting needs a reason.
     go(driver, base, "#/memory/n2", "memory")

@@ -111,6 +111,25 @@ def test_edit_makes_a_new_version_that_supersedes_the_old_one(soul):
     assert piped.returncode == 0 and json.loads(piped.stdout)["memory"]["content"] == "Priya lives in Lisbon now"
 
 
+def test_supersede_replaces_a_memory_by_another_that_is_already_right(soul):
+    with SoulFile(soul).change() as graph:
+        remember(graph, "Priya lives in Lisbon and works on the billing service", ["person:priya"], writer="test",
+                 kind="semantic_fact")  # n5
+    for args, words in ((("supersede", "n1", "--by", "n3"), "flagged as prompt injection"),
+                        (("supersede", "n1", "--by", "n99"), "unknown node id 'n99'"),
+                        (("supersede", "n4", "--by", "n5"), "replaced within its own scope"),
+                        (("supersede", "n1", "--by", "n1"), "cannot supersede itself")):
+        done = memories(*args, soul=soul)
+        assert done.returncode == 1 and words in done.stderr, (args, done.stderr)
+    done = answer("supersede", "n1", "--by", "n5", "--reason", "she moved", soul=soul)
+    assert done["superseded_by"] == "n5"
+    graph = SoulFile(soul).graph()
+    assert graph.nodes["n1"].status == "superseded" and graph.nodes["n1"].superseded_by == "n5"
+    assert "n1" in graph.parents["n5"] and graph.audit[-1]["action"] == "supersede"
+    found = answer("search", "where does Priya live", soul=soul)["results"]
+    assert found[0]["id"] == "n5" and "n1" not in [m["id"] for m in found]
+
+
 def test_pin_unpin_archive_and_forget_each_leave_an_audit_entry(soul):
     assert answer("unpin", "n2", "--reason", "not an axiom after all", soul=soul)["changed"] is True
     assert answer("unpin", "n2", soul=soul)["changed"] is False  # nothing to do, no entry

@@ -206,15 +206,17 @@ def test_edits_go_through_the_library_into_the_audit(soul):
     assert change(client, csrf, "n5", "forget", {"reason": "a test's markup", "hard": True}).json()["hard"] is True
     assert change(client, csrf, "n1", "edit", {"content": "again"}).status_code == 409  # superseded already
     assert change(client, csrf, "n1", "nonsense").status_code == 404
+    assert change(client, csrf, "n6", "supersede", {}).status_code == 400  # no `by`
+    assert change(client, csrf, "n2", "supersede", {"by": "n6", "reason": "said better"}).json()["superseded_by"] == "n6"
     graph = SoulFile(soul).graph()
     assert graph.nodes["n1"].superseded_by == "n6" and graph.nodes["n6"].writer == WRITER and "n5" not in graph.nodes
     actions = [(e["action"], e["node"]) for e in graph.audit if e.get("writer") == WRITER]
     assert actions == [("supersede", "n1"), ("unpin", "n2"), ("pin", "n6"), ("archive", "n4"), ("unarchive", "n4"),
-                       ("forget", "n5")], graph.audit
+                       ("forget", "n5"), ("supersede", "n2")], graph.audit
     assert SCRIPT not in soul.read_text() + Path(f"{soul}.journal").read_text()
     history = client.get("/api/memory/n1").json()["history"]
     assert ("supersede", "she moved") in [(e["action"], e.get("reason")) for e in history]
-    assert client.get("/api/history").json()["entries"][-1]["action"] == "forget"
+    assert client.get("/api/history").json()["entries"][-1]["action"] == "supersede"
 
 
 def serve(soul: Path, *args: str) -> tuple[subprocess.Popen, str]:

@@ -7,6 +7,7 @@
     show ID                 one memory: text, kind, scope, provenance, strength, links, history
     history [ID]            the audit trail: one memory's, or the latest changes of all
     edit ID                 a corrected version (--content, --kind, --tags; no option: $EDITOR)
+    supersede ID --by ID2   another memory, already right, replaces this one
     pin ID / unpin ID       an axiom, or an ordinary memory again
     archive ID / unarchive ID
     forget ID --reason R    out of recall (archived); --hard: gone from every file (asks first)
@@ -136,6 +137,10 @@ def parser() -> argparse.ArgumentParser:
     edit.add_argument("--kind", choices=record.KINDS)
     edit.add_argument("--tags", help="the new tags, comma-separated ('' for none)")
     edit.add_argument("--reason", default="", help="why, kept in the audit trail")
+    supersede = command("supersede", "another memory that is already right replaces this one")
+    supersede.add_argument("id")
+    supersede.add_argument("--by", required=True, metavar="ID2", help="the memory that replaces it")
+    supersede.add_argument("--reason", default="", help="why, kept in the audit trail")
     for name, help in (("pin", "pin a memory: an axiom, never fading, first in every prime"),
                        ("unpin", "an ordinary memory again"),
                        ("archive", "out of recall and prompts, kept and searchable"),
@@ -256,6 +261,9 @@ def run(args: argparse.Namespace) -> tuple[Any, str]:
             content = _edited_text(target, args.id)
         tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
         report = changes.edit(target, args.id, content=content, kind=args.kind, tags=tags, reason=args.reason)
+        return report, text.change(report)
+    if name == "supersede":
+        report = changes.supersede(target, args.id, args.by, reason=args.reason)
         return report, text.change(report)
     if name in ("pin", "unpin"):
         report = changes.pin(target, args.id, name == "pin", reason=args.reason)

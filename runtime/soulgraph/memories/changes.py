@@ -8,6 +8,8 @@ raises MemoriesError saying why.
     edit       a new version: a new memory with the corrected text (or kind, or tags)
                supersedes the old one, which stays for history, out of recall; an entry in
                MEMORY.md / USER.md the old text was written to gets the new text in its place
+    supersede  another memory that already holds the right text replaces this one (it stays
+               for history, out of recall; the newer one is linked as built on it)
     pin/unpin  an axiom (never fades, first in every prime) or an ordinary memory again
     archive    out of recall and prompts, kept and searchable (`unarchive` brings it back)
     forget     without `hard`: archived with the reason; with `hard`: gone from soul.json,
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, TypeVar
 
+from soulgraph.engine import record
 from soulgraph.engine.graph import Node, SoulGraph, SoulGraphError
 from soulgraph.memory import lifecycle, markdown_copies, markdown_files as files
 from soulgraph.memory.guard import RefusedMemory
@@ -77,6 +80,24 @@ def edit(target: Target, node_id: str, *, content: str | None = None, kind: str 
         if written.warnings:
             report["warnings"] = list(written.warnings)
         return report
+
+    return {"soul_file": str(target.soul.path), **_change(target, apply)}
+
+
+def supersede(target: Target, node_id: str, by_id: str, *, reason: str = "") -> dict[str, Any]:
+    """`by_id` replaces `node_id` (both existing memories): the old one leaves recall, its
+    validity ends now, and the two are linked."""
+    def apply(graph: SoulGraph) -> dict[str, Any]:
+        old, new = _memory(graph, node_id), _memory(graph, by_id)
+        if new.status != "active":
+            raise SoulGraphError(f"{by_id} is {new.status}; a memory is replaced by an active one")
+        if record.flagged(new.metadata):
+            raise SoulGraphError(f"{by_id} is flagged as prompt injection; a memory is not replaced by one")
+        if old.scope and new.scope != old.scope:
+            raise SoulGraphError(f"{by_id} is {new.scope or 'shared'} and {node_id} is {old.scope}'s: a memory is "
+                                 "replaced within its own scope")
+        lifecycle.supersede(graph, node_id, by_id, writer=WRITER, reason=reason or None)
+        return {"id": node_id, "superseded_by": by_id, "status": "superseded"}
 
     return {"soul_file": str(target.soul.path), **_change(target, apply)}
 

@@ -86,6 +86,8 @@ def change(report: dict[str, Any]) -> str:
         line = (f"{report['forgotten']} is forgotten: gone from every file; the audit keeps its id and the reason"
                 if report["hard"] else f"{report['forgotten']} is archived: out of recall and prompts, kept "
                                          "(--hard removes it from every file)")
+    elif "superseded_by" in report:
+        line = f"{report['id']} is superseded by {report['superseded_by']}"
     elif "pinned" in report:
         state = "pinned" if report["pinned"] else "unpinned"
         line = f"{report['id']} is {state}" if report["changed"] else f"{report['id']} was {state} already; nothing changed"

@@ -71,7 +71,7 @@ DAY = 86400.0
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-ACTIONS = ("edit", "pin", "unpin", "archive", "unarchive", "forget")
+ACTIONS = ("edit", "supersede", "pin", "unpin", "archive", "unarchive", "forget")
 
 
 class Refused(Exception):
@@ -479,6 +479,11 @@ class Memories:
                 raise Refused(400, "tags must be a list of text")
             return changes.edit(self.target, node_id, content=content, kind=kind,
                                 tags=None if tags is None else [t.strip() for t in tags if t.strip()], reason=reason)
+        if action == "supersede":
+            by = body.get("by")
+            if not isinstance(by, str) or not by.strip():
+                raise Refused(400, "supersede needs by: the id of the memory that replaces this one")
+            return changes.supersede(self.target, node_id, by.strip(), reason=reason)
         if action in ("pin", "unpin"):
             return changes.pin(self.target, node_id, action == "pin", reason=reason)
         if action in ("archive", "unarchive"):

@@ -241,6 +241,18 @@ function editActions(item) {
       if (done) location.hash = "#/memory/" + encodeURIComponent(done.new);
     } }, "Edit"));
   }
+  if (item.status === "active" && !item.hypothesis) {
+    buttons.push(el("button", { id: "act-supersede", type: "button", onclick: async () => {
+      const values = await confirmDialog({
+        title: "Replace " + id, ok: "Replace",
+        text: "Another memory that already says it right replaces " + id + ", which stays for history, out of recall.",
+        fields: [{ name: "by", label: "The id of the memory that replaces it", required: true },
+          { name: "reason", label: "Why (kept in the audit trail)" }],
+      });
+      if (values && await change(id, "supersede", { by: values.by, reason: values.reason },
+        (a) => id + " is superseded by " + a.superseded_by)) reload();
+    } }, "Replaced by…"));
+  }
   const pinAction = item.pinned ? "unpin" : "pin";
   buttons.push(el("button", { id: "act-" + pinAction, type: "button", onclick: async () => {
     const values = await confirmDialog({
