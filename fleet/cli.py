@@ -8,6 +8,7 @@ import functools
 import json
 import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from fleet.roles import RoleError
 from fleet.connections import CommandTimeout, HostConnectionError
 from fleet.runner import EXIT_INTERRUPTED, EXIT_UNREACHABLE, Progress, exit_code, recap, run_hosts
 from fleet.soul import SoulSourceError, SoulTree, describe, fetch, parse_soul
-from fleet.soul_collect import soul as soul_commands
+from fleet import soul_collect
 
 DEFAULT_INVENTORY = "inventory.yml"
 NO_INVENTORY = ("no inventory: no -i INVENTORY was given and there is no ./{default} here, so {target!r} "
@@ -231,7 +232,6 @@ def fleet():
 
 
 fleet.add_command(fleet_update, name="update")
-fleet.add_command(soul_commands)  # fleet soul collect
 
 
 @fleet.command()
@@ -587,3 +587,45 @@ def restore_command(host, source, inventory_path, dest, check, yes, accept_new_h
         click.echo(f"{result.host}: {result.status.upper()} — {result.message}")
     click.echo("\n" + recap([result]))
     sys.exit(exit_code([result]))
+
+
+@fleet.group(name="soul")
+def soul():
+    """The agents' souls across the fleet: gather what each one learned, for review."""
+
+
+@soul.command()
+@click.argument("targets", nargs=-1)
+@click.option("--into", "into", required=True, metavar="REPO",
+              help="A git repository (the soul repository's checkout); made when the folder does not exist.")
+@click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY",
+              help="YAML inventory (default: ./inventory.yml if present).")
+@click.option("--limit", "-l", metavar="PATTERN", help="Only hosts or groups matching (fnmatch; commas).")
+@click.option("--forks", "-f", default=10, show_default=True, type=click.IntRange(1, 200),
+              help="Hosts worked on at once.")
+@click.option("--accept-new-host-keys", is_flag=True,
+              help="Trust and record the key of a host not yet in known_hosts (never a changed key).")
+def collect(targets, into, inventory_path, limit, forks, accept_new_host_keys):
+    """Export each host's soul (what its agent learned, typed, with provenance) and commit it into
+    REPO as hosts/<host>/ on branch soul/<host>, for review and `git merge`; then `fleet-update
+    --soul REPO` spreads what was merged. TARGETS: hosts or groups (default all).
+    Exit: 0 all well, 2 a host failed, 4 a host unreachable, 6 both, 130 interrupted."""
+    hosts = _select(inventory_path, ",".join(targets) or "all", limit, accept_new_host_keys)
+    try:
+        repo, made = soul_collect.prepare_repo(Path(into))
+    except soul_collect.CollectError as exc:
+        raise click.ClickException(f"--into: {exc}") from None
+    click.echo(f"Collect the soul of {len(hosts)} host(s) into {repo}"
+               + (" (a new git repository)" if made else "") + f": {', '.join(h.name for h in hosts)}")
+    click.echo(f"  one branch per host: {soul_collect.BRANCH_PREFIX}<host>, the export in {soul_collect.HOSTS}/<host>/")
+    progress = Progress()
+    git_lock = threading.Lock()
+    results, interrupted = run_hosts(
+        hosts, lambda host, should_stop: soul_collect.collect_host(host, repo, git_lock, progress.line, should_stop),
+        forks=forks, progress=progress)
+    click.echo("\n" + recap(results))
+    changed = [r.host for r in results if r.status == soul_collect.CHANGED]
+    if changed:
+        click.echo(f"\nReview: git -C {repo} diff HEAD...{soul_collect.branch_name(changed[0])}; "
+                   f"approve: git -C {repo} merge {' '.join(soul_collect.branch_name(h) for h in changed)}")
+    sys.exit(exit_code(results, interrupted))

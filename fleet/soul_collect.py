@@ -1,4 +1,4 @@
-"""`fleet soul collect [TARGETS] --into REPO`: what each agent learned, gathered for review.
+"""What each agent learned, gathered for review: the work behind `fleet soul collect [TARGETS] --into REPO` (its command is in fleet/cli.py).
 
 On each host, the deployed release's own `python -m soulgraph.soulrepo export` runs on the Hermes
 home the agent runs from (its active profile's, as `fleet status` finds it), into a temporary
@@ -31,9 +31,7 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import threading
@@ -41,15 +39,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import click
-
 from fleet import hermes_names
 from fleet.connections import CommandTimeout, HostConnectionError
 from fleet.deploy import INTERRUPTED, UNREACHABLE, HostResult
 from fleet.facts import expand_home, gather, sh_path
 from fleet.inventory import Host
 from fleet.operations import CHANGED, FAILED, OK
-from fleet.runner import Progress, exit_code, recap, run_hosts
 
 EXPORT_TIMEOUT = 300  # seconds: the export on the host, its archive included
 GIT_TIMEOUT = 60  # seconds, each git command on the operator
@@ -287,47 +282,3 @@ def collect_host(host: Host, repo: Path, git_lock: threading.Lock, line: Callabl
         conn.close()
         result.seconds = time.monotonic() - started
     return result
-
-
-@click.group(name="soul")
-def soul():
-    """The agents' souls across the fleet: gather what each one learned, for review."""
-
-
-@soul.command()
-@click.argument("targets", nargs=-1)
-@click.option("--into", "into", required=True, metavar="REPO",
-              help="A git repository (the soul repository's checkout); made when the folder does not exist.")
-@click.option("-i", "--inventory", "inventory_path", metavar="INVENTORY",
-              help="YAML inventory (default: ./inventory.yml if present).")
-@click.option("--limit", "-l", metavar="PATTERN", help="Only hosts or groups matching (fnmatch; commas).")
-@click.option("--forks", "-f", default=10, show_default=True, type=click.IntRange(1, 200),
-              help="Hosts worked on at once.")
-@click.option("--accept-new-host-keys", is_flag=True,
-              help="Trust and record the key of a host not yet in known_hosts (never a changed key).")
-def collect(targets, into, inventory_path, limit, forks, accept_new_host_keys):
-    """Export each host's soul (what its agent learned, typed, with provenance) and commit it into
-    REPO as hosts/<host>/ on branch soul/<host>, for review and `git merge`; then `fleet-update
-    --soul REPO` spreads what was merged. TARGETS: hosts or groups (default all).
-    Exit: 0 all well, 2 a host failed, 4 a host unreachable, 6 both, 130 interrupted."""
-    from fleet.cli import _select  # the commands' one way to read the inventory and pick hosts
-
-    hosts = _select(inventory_path, ",".join(targets) or "all", limit, accept_new_host_keys)
-    try:
-        repo, made = prepare_repo(Path(into))
-    except CollectError as exc:
-        raise click.ClickException(f"--into: {exc}") from None
-    click.echo(f"Collect the soul of {len(hosts)} host(s) into {repo}"
-               + (" (a new git repository)" if made else "") + f": {', '.join(h.name for h in hosts)}")
-    click.echo(f"  one branch per host: {BRANCH_PREFIX}<host>, the export in {HOSTS}/<host>/")
-    progress = Progress()
-    git_lock = threading.Lock()
-    results, interrupted = run_hosts(
-        hosts, lambda host, should_stop: collect_host(host, repo, git_lock, progress.line, should_stop),
-        forks=forks, progress=progress)
-    click.echo("\n" + recap(results))
-    changed = [r.host for r in results if r.status == CHANGED]
-    if changed:
-        click.echo(f"\nReview: git -C {repo} diff HEAD...{branch_name(changed[0])}; "
-                   f"approve: git -C {repo} merge {' '.join(branch_name(h) for h in changed)}")
-    sys.exit(exit_code(results, interrupted))

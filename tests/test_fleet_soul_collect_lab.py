@@ -21,7 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from fleet.build import resolve_sha
-from fleet.soul_collect import CollectError, commit_export, prepare_repo, soul
+from fleet.cli import soul
+from fleet.soul_collect import CollectError, commit_export, prepare_repo
 from soulgraph.hermes.memory_service import MemoryService
 from soulgraph.soulrepo import learned
 from soulgraph.soulrepo.export import export
