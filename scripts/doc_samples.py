@@ -403,7 +403,28 @@ _VOLATILE = [
     # A run's recap table: its last column is the host's seconds (after SHA, and SOUL with --soul),
     # right-aligned, so the spaces before it vary with its width.
     (re.compile(r"^(\S+ +\d+ +\d+ +\d+ +\d+ +(?:<sha>|-)(?: +(?:<sha>|-))?) +[\d.]+$", re.M), r"\1 <n>"),
+    # The evaluation harness's timing tables (docs/eval.md): "Latency per question (ms)" (p50, p99
+    # and mean of each method) and "p50 / p99 ms by graph size"; their columns widen with a slower
+    # figure, so the spaces are collapsed and the rule under the header is not compared.
+    (re.compile(r"^Latency per question \(ms\)[^\n]*\n(?:.+\n?)+", re.M),
+     lambda m: _timing_table(m.group(0), r"\d+\.\d{3}")),
+    (re.compile(r"^p50 / p99 ms by graph size[^\n]*\n(?:.+\n?)+", re.M),
+     lambda m: _timing_table(m.group(0), r"\d+\.\d{3} / \d+\.\d{3}")),
+    # The provider's users table (eval provider --users): its last three columns are the recall's
+    # p50 and p99 ms and the mode's seconds; the recall figures before them are compared.
+    (re.compile(r"^users +souls +memories[^\n]*\n(?:.+\n?)+", re.M),
+     lambda m: _timing_table(m.group(0), r"\d+\.\d+ +\d+\.\d+ +\d+\.\d+$")),
 ]
+
+
+def _timing_table(table: str, timing: str) -> str:
+    """A timing table with runs of spaces collapsed, its rule masked and, in each row, what
+    `timing` matches (the whole cell group) masked."""
+    lines = [re.sub(r" {2,}", " ", line) for line in table.split("\n")]
+    rows = [re.sub(timing, "<ms>", line) if i > 1 else line for i, line in enumerate(lines)]
+    if len(rows) > 1 and re.fullmatch(r"[- ]+", rows[1]):
+        rows[1] = "<rule>"
+    return "\n".join(rows)
 
 
 _HOST_LINE = re.compile(r"^[a-z][a-z0-9-]*\d: ")
