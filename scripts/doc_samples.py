@@ -338,22 +338,13 @@ SAMPLES: dict[str, Callable[[Session], str]] = {
     "memories-flagged": memories_flagged,
 }
 
-from doc_reference import SAMPLES as _REFERENCE  # noqa: E402  docs/reference/'s samples
-SAMPLES.update(_REFERENCE)
-from doc_samples_pages import SAMPLES as _PAGES  # noqa: E402  the how-to pages' samples
-SAMPLES.update(_PAGES)
-from doc_samples_lab import LAB, SAMPLES as _LAB  # noqa: E402,F401  the fleet's, on the SSH lab (LAB: their names)
-SAMPLES.update(_LAB)
-from doc_samples_eval import SAMPLES as _EVAL  # noqa: E402  the evaluation pages' (docs/eval.md)
-SAMPLES.update(_EVAL)
-
-
-def make(name: str) -> str:
-    """The sample's text, made afresh in a new home folder."""
+def make(name: str, samples: dict[str, Callable[[Session], str]] | None = None) -> str:
+    """The sample's text, made afresh in a new home folder (`samples`: every page's, as
+    scripts/doc_sample_index.py has them; default: this module's own)."""
     with tempfile.TemporaryDirectory(prefix="doc-sample-") as folder:
         home = Path(folder) / "home"
         home.mkdir(mode=0o700)
-        return SAMPLES[name](Session(home))
+        return (samples or SAMPLES)[name](Session(home))
 
 
 # ----------------------------------------------------------------------------- the pages

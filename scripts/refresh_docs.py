@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import doc_samples  # noqa: E402
+import doc_sample_index  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,9 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     root = args.root.resolve()
     marked = {path: doc_samples.samples_in(path) for path in doc_samples.pages(root)}
     unknown = sorted({f"{path.relative_to(root)}: {name}" for path, found in marked.items()
-                      for name, _ in found if name not in doc_samples.SAMPLES})
+                      for name, _ in found if name not in doc_sample_index.SAMPLES})
     wanted = set(args.names) or {name for found in marked.values() for name, _ in found}
-    missing = sorted(set(args.names) - set(doc_samples.SAMPLES))
+    missing = sorted(set(args.names) - set(doc_sample_index.SAMPLES))
     if unknown or missing:
         for problem in unknown:
             print(f"refresh-docs: {problem} names no sample in scripts/doc_samples.py", file=sys.stderr)
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     fresh = {}
     for name in sorted(wanted):
         try:
-            fresh[name] = doc_samples.make(name)
+            fresh[name] = doc_sample_index.make(name)
         except doc_samples.SampleSkipped as exc:  # left as the page shows it, and said so
             print(f"refresh-docs: {name}: not made ({exc})", file=sys.stderr)
     stale = 0
