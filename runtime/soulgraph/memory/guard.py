@@ -3,8 +3,8 @@
 The engine calls the guard (`SoulGraph.guard`) from each mutation that can carry a
 writer's text: `add`, `explore`, `promote`, an `update` of a string-bearing field, `tag`,
 `pin` and `log` (an audit entry). The store (store/soulfile.py) gives every graph it loads or
-creates one (`Policy`, which importing soulgraph.memory installs in store/write_guard.py, so
-the store imports nothing from here), so every persisted write — the MCP tools, seeding, install, soul-repo import,
+creates one (`Policy`, which the store finds by the `soulgraph.write_guard` entry point, or
+which importing soulgraph.memory installs: the store imports nothing from here), so every persisted write — the MCP tools, seeding, install, soul-repo import,
 turn capture, consolidation, the memory service, the store's commands — passes it.
 
 - Every string is scanned: the content, each tag, kind, source, source_ref, writer, scope,

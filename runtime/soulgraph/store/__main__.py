@@ -34,7 +34,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import soulgraph.memory  # noqa: F401  the command line's one wiring: it installs the write guard (store/write_guard.py)
 from soulgraph.store import snapshot
 from soulgraph.store.atomic import write_atomically
 from soulgraph.store.backup import BackupError, backup, restore, soul_exists

@@ -1,17 +1,20 @@
 """The place for the write guard in every graph the store holds, filled in from above.
 
 The guard is the memory layer's (memory/guard.py: the scanner, flags, refusals), so the store
-does not import it: `soulgraph.memory` installs its policy here when it is imported, and every
-command that writes imports it (the MCP server, the memory provider's service, seeding, the
-installer, soul-repo import, `python -m soulgraph.memories`, the store's own command line).
+does not import it. It is found one of two ways: `soulgraph.memory` installs its policy here when
+it is imported, and otherwise the first graph the store loads looks it up by the packaging entry
+point group `soulgraph.write_guard` (runtime/pyproject.toml names `soulgraph.memory.guard:Policy`),
+as a plugin is found: the store knows the group's name, never the module.
 
-A process that writes to a soul without it is refused, never left unguarded: a graph loaded
-while nothing is installed gets `Missing`, whose every hook raises `NoWriteGuard`, and a save of
-a whole graph cannot be vetted. Reading needs no guard.
+A process where neither finds one (the runtime's files on a path without its package metadata,
+memory/ left out) is refused every write, never left unguarded: a graph loaded then gets
+`Missing`, whose every hook raises `NoWriteGuard`, and a save of a whole graph cannot be vetted.
+Reading needs no guard.
 """
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from typing import Any, Protocol
 
 from soulgraph.engine.graph import SoulGraph, SoulGraphError
@@ -34,10 +37,13 @@ class NoWriteGuard(SoulGraphError):
 
     def __init__(self) -> None:
         super().__init__("no write guard is installed in this process, so nothing may be written "
-                         "(import soulgraph.memory first: it installs the scanner's guard)")
+                         f"(no {GROUP} entry point was found: install the soulgraph package, or import "
+                         "soulgraph.memory first, which installs the scanner's guard)")
 
 
+GROUP = "soulgraph.write_guard"
 _installed: GuardPolicy | None = None
+_looked_up = False
 
 
 def install(policy: GuardPolicy) -> None:
@@ -46,6 +52,13 @@ def install(policy: GuardPolicy) -> None:
 
 
 def installed() -> GuardPolicy | None:
+    """The policy in force: the one installed, else the entry point's (looked up once)."""
+    global _looked_up
+    if _installed is None and not _looked_up:
+        _looked_up = True
+        for point in sorted(entry_points(group=GROUP), key=lambda p: p.name):
+            install(point.load()())
+            break
     return _installed
 
 
@@ -76,7 +89,8 @@ class Missing:
 
 def new_guard(vetted: bool) -> Any:
     """The guard a graph the store loads or creates gets."""
-    return _installed.new(vetted) if _installed is not None else Missing(vetted)
+    policy = installed()
+    return policy.new(vetted) if policy is not None else Missing(vetted)
 
 
 def needs_vetting(graph: SoulGraph) -> bool:
@@ -85,11 +99,13 @@ def needs_vetting(graph: SoulGraph) -> bool:
 
 def vet(graph: SoulGraph) -> None:
     """Vet a whole graph with the installed policy; NoWriteGuard when there is none."""
-    if _installed is None:
+    policy = installed()
+    if policy is None:
         raise NoWriteGuard()
-    _installed.vet_graph(graph)
+    policy.vet_graph(graph)
 
 
 def refused() -> tuple[type[Exception], ...]:
     """The exceptions `vet` raises for a graph it refuses."""
-    return (NoWriteGuard,) if _installed is None else (NoWriteGuard, _installed.refused)
+    policy = installed()
+    return (NoWriteGuard,) if policy is None else (NoWriteGuard, policy.refused)
