@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from soulgraph.hermes import consolidate as consolidation
 from soulgraph.hermes.memory_service import MemoryService
 from soulgraph.memory import lifecycle, updates
 from soulgraph.store import SoulFile
@@ -197,3 +199,47 @@ def test_a_newer_value_for_what_the_question_asks_is_shown_above_the_older(servi
     shown = service.recall(query=question)["text"].splitlines()
     at = lambda words: next(i for i, line in enumerate(shown) if words in line)  # noqa: E731
     assert at("52 sources") < at("45 sources") and "since updated" not in "\n".join(shown)
+
+
+def test_two_values_said_in_one_session_keep_the_order_they_were_said_in(service):
+    """Consolidation writes a session's typed memories at its end, all at one moment; each is
+    dated by the turn it came from, so the later of two values said in the session replaces the
+    earlier, and recall shows that day."""
+    # Words in a fifth of the memories or more tell no slot apart (updates._rare): a store this
+    # small needs other memories for the challenge's words to count.
+    session(service, "s0", *(f"Note {n}: the {thing} needs a look." for n, thing in enumerate((
+        "boiler", "bike", "garden", "roof", "car", "printer", "fence", "shed", "sink", "oven", "door", "gate",
+        "lamp", "stairs", "window", "chimney"))))
+    service.clock.now += 3 * DAY
+    kept = session(service, "s1", "I've joined a winter reading challenge and my goal is to read 10 books by March.",
+                   "Something else: I'm repainting the kitchen this weekend.",
+                   "My goal has been extended to 12 books for the winter reading challenge.")
+    graph = service.soul.graph()
+    typed = {n.content: n for n in graph.nodes.values() if n.source == consolidation.SOURCE}
+    old = next(n for text, n in typed.items() if "10 books" in text)
+    new = next(n for text, n in typed.items() if "12 books" in text)
+    turn = lambda words: next(n for n in graph.nodes.values()  # noqa: E731
+                              if n.kind == "episodic_event" and words in n.content)
+    assert old.seen_at == turn("10 books").seen_at < new.seen_at == turn("12 books").seen_at < old.created_at
+    assert old.status == "superseded" and old.superseded_by == new.id
+    assert ("10", "12") in {(u["old"], u["new"]) for u in kept["updated"]}
+    shown = service.recall(query="How many books am I aiming to read in my winter reading challenge?")["text"]
+    first = shown.splitlines()[0]
+    assert "12 books" in first
+    assert time.strftime("%Y-%m-%d", time.gmtime(turn("12 books").created_at)) in first
+
+
+def test_a_newer_count_whose_unit_is_only_in_its_words_is_shown_above_the_older(service):
+    """"150 commits" and, later, "commits merged into main has now reached 165": the newer count
+    names its unit before the number, and shares one question word with the older one's."""
+    session(service, "s1", "I've tagged a release on GitHub with 150 commits and 12 branches merged.")
+    service.clock.now += DAY
+    session(service, "s2", "Given the growth of commits merged into the main branch, which has now reached 165, "
+                           "how should I review them?", "My garden has 12 tomato plants.")
+    graph = service.soul.graph()
+    turn = lambda words: next(n for n in graph.nodes.values()  # noqa: E731
+                              if n.kind == "episodic_event" and words in n.content)
+    older, newer, garden = turn("150 commits"), turn("reached 165"), turn("tomato")
+    question = "How many commits have been merged into the main branch?"
+    assert updates.newer_first(question, [older, garden, newer]) == [newer, older, garden]
+    assert updates.newer_first("How many plants are in my garden?", [older, newer, garden]) == [older, newer, garden]

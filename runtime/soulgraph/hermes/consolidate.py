@@ -190,6 +190,11 @@ def _promote(graph: SoulGraph, sentence: str, parent: str, source_ref: str, sess
         graph.remove(written.node.id)
         result.flagged += 1
         return
+    # It was said when its turn was, not when the session ended: two values said in one session
+    # keep their order (memory/updates.py compares when each was first seen).
+    said = graph.nodes[parent].seen_at if parent in graph.nodes else None
+    if said is not None and said < written.node.created_at:
+        graph.update(written.node.id, first_seen_at=said, last_confirmed_at=said)
     result.added.append((rule.kind, written.node.id, sentence))
 
 

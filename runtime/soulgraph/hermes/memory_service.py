@@ -335,7 +335,7 @@ class MemoryService:
         lines, ids, used = [], [], 0
         # A newer value for what the question asks stands above an older one (memory/updates.py).
         for node in updates.newer_first(query, [h.node for h in hits]):
-            day = time.strftime("%Y-%m-%d", time.gmtime(node.created_at))
+            day = time.strftime("%Y-%m-%d", time.gmtime(node.seen_at))
             body = " ".join(node.content.split())
             line = f"- [{day}, {node.kind}{_since_updated(graph, node)}] {body}"
             if used + len(line) + 1 > budget:

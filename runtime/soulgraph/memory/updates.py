@@ -259,7 +259,7 @@ _NAMED_TYPES = tuple(slot for slot, _query, _pattern in _NAMED)
 
 def find(graph: SoulGraph, node: Node, text: str | None = None, *, scope: str | None = None) -> list[Update]:
     """The earlier memories whose values `node`'s text (or `text`, a part of it) changes.
-    Only memories of the same scope, created before it, active; one update per old memory
+    Only memories of the same scope, first seen before it, active; one update per old memory
     (its best shared slot)."""
     scope = node.scope if scope is None else scope
     changed = [v for v in values(node.content if text is None else text) if v.cued]
@@ -271,7 +271,7 @@ def find(graph: SoulGraph, node: Node, text: str | None = None, *, scope: str | 
         rare = {w for w in value.slot if _rare(graph, w)}
         best: list[tuple[int, float, Update]] = []
         for hit in graph.query(query, CANDIDATES, where=lambda n: (n.scope == scope and n.status == ACTIVE
-                                                                  and n.created_at < node.created_at
+                                                                  and n.seen_at < node.seen_at
                                                                   and n.id != node.id)):
             old = hit.node
             if old.id in found:
@@ -282,14 +282,19 @@ def find(graph: SoulGraph, node: Node, text: str | None = None, *, scope: str | 
             for held in held_values:
                 about = _same_slot(value, held, rare)
                 if about is not None:
-                    best.append((len(about), old.created_at, Update(old.id, node.id, held.text, value.text, about)))
+                    best.append((len(about), old.seen_at, Update(old.id, node.id, held.text, value.text, about)))
                     break
         if value.type.startswith(_NAMED_TYPES):  # the user's own statement of a named slot: every older one
             for _shared, _at, update in best:
                 found[update.old_id] = update
-        elif best:  # the memory that shares most of the slot (the latest on a tie): one, not every candidate
+        elif best:  # the memory that shares most of the slot (the latest on a tie): one, not every candidate,
             update = max(best, key=lambda b: (b[0], b[1]))[2]
             found[update.old_id] = update
+            # and what says the same old value in another form: a turn and the memory drawn from it.
+            kin = {*graph.parents.get(update.old_id, ()), *graph.children.get(update.old_id, ())}
+            for _shared, _at, other in best:
+                if other.old_id in kin and other.old == update.old:
+                    found[other.old_id] = other
     return list(found.values())
 
 
@@ -307,7 +312,11 @@ def _rare(graph: SoulGraph, word: str) -> bool:
 # among the memories recall shows, one whose value for the question's slot differs from an older
 # shown memory's is moved up above it. Nothing is marked or hidden; only the order changes.
 
-MIN_ABOUT = 2  # the question's words both values' slots must share
+# A question word both values' slots must share. One is enough: both memories are already among
+# what recall found for the question ("the application deadline being May 10", then "the
+# deadline was extended to May 20" share only "deadline" of its words).
+MIN_ABOUT = 1
+MIN_ASKED = 2  # a question with fewer words that can name a slot names none ("hello")
 
 
 def question_words(question: str) -> frozenset[str]:
@@ -329,19 +338,25 @@ def _asked_values(node: Node, asked: frozenset[str]) -> list[Value]:
     return [v for v in _held_values(node.content) if len(v.slot & asked) >= MIN_ABOUT]
 
 
+def _same_unit(a: Value, b: Value) -> bool:
+    """The same unit, or one named among the other's words: "reached 165" and "150 commits",
+    "12 conditional probability problems" and "8 problems"."""
+    return a.unit == b.unit or bool(a.unit and a.unit in b.slot) or bool(b.unit and b.unit in a.slot)
+
+
 def newer_first(question: str, nodes: list[Node]) -> list[Node]:
     """`nodes` in rank order, except that a memory holding a newer value for what the question
-    asks (the same kind of value, both slots sharing `MIN_ABOUT` of its words) than a
+    asks (the same kind of value and unit, both slots sharing `MIN_ABOUT` of its words) than a
     higher-ranked older memory is moved up right above it."""
     asked = question_words(question)
-    if len(asked) < MIN_ABOUT or len(nodes) < 2:
+    if len(asked) < MIN_ASKED or len(nodes) < 2:
         return nodes
     held = {node.id: _asked_values(node, asked) for node in nodes}
     order = list(nodes)
     for node in nodes:
         for value in held[node.id]:
-            older = [o for o in order[:order.index(node)] if o.created_at < node.created_at and any(
-                v.type == value.type and v.unit == value.unit and v.target == value.target and v.norm != value.norm
+            older = [o for o in order[:order.index(node)] if o.seen_at < node.seen_at and any(
+                v.type == value.type and _same_unit(v, value) and v.target == value.target and v.norm != value.norm
                 and len(v.slot & value.slot & asked) >= MIN_ABOUT for v in held[o.id])]
             if older:
                 order.remove(node)
