@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from soulgraph.hermes import consolidate as consolidation
+from soulgraph.hermes import memory_service
 from soulgraph.hermes.memory_service import MemoryService
 from soulgraph.memory import lifecycle, updates
 from soulgraph.store import SoulFile
@@ -134,7 +135,7 @@ def test_the_harness_scores_a_record_and_names_a_bad_line(tmp_path):
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert report["all"] == {"records": 1, "current_in_top": 1.0, "stale_shown_as_current": 0.0,
-                             "current_above_stale": 1.0}
+                             "current_above_stale": 1.0, "current_marked_older": 0.0, "notes": 1}
     assert report["revisions"][0]["from"] == "45" and report["revisions"][0]["to"] == "52"
 
     bad = tmp_path / "bad.jsonl"
@@ -243,3 +244,25 @@ def test_a_newer_count_whose_unit_is_only_in_its_words_is_shown_above_the_older(
     question = "How many commits have been merged into the main branch?"
     assert updates.newer_first(question, [older, garden, newer]) == [newer, older, garden]
     assert updates.newer_first("How many plants are in my garden?", [older, newer, garden]) == [older, newer, garden]
+
+
+def test_a_value_said_as_a_change_is_named_beside_the_older_one_recall_shows(service):
+    """Too little shared to replace anything when written ("deadline" alone), but the question
+    names the slot: the older line says what the later memory says, and both stay. A plan in
+    another clause ("considering …") does not hold the change back; a newer value said with no
+    cue only moves up."""
+    session(service, "s1", "I'm applying for a senior producer role, with the application deadline being May 10.",
+            "My portfolio has 12 finished projects.")
+    service.clock.now += 2 * DAY
+    session(service, "s2", "I'm considering a new reel, and I just found out the deadline was extended to May 20.",
+            "I've got 14 finished projects in the portfolio too.")
+    graph = service.soul.graph()
+    assert not any(n.metadata.get(lifecycle.UPDATED) for n in graph.nodes.values())  # nothing changed when written
+    lines = service.recall(query="When is the deadline for my senior producer application?")["text"].splitlines()
+    old = next(line for line in lines if "May 10" in line)
+    new = next(line for line in lines if "May 20" in line)
+    assert lines.index(new) < lines.index(old)
+    day = time.strftime("%Y-%m-%d", time.gmtime(service.clock.now))
+    assert f"{memory_service.LATER_NOTE} May 20 ({day[:8]}" in old and memory_service.LATER_NOTE not in new
+    shown = service.recall(query="How many finished projects are in my portfolio?")["text"].splitlines()
+    assert "14 finished" in shown[0] and memory_service.LATER_NOTE not in "\n".join(shown)

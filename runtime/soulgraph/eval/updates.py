@@ -15,9 +15,12 @@ consolidation drew from a turn counts as that turn.
 
 - current in top k: a current-evidence turn is among the `limit` shown;
 - stale shown as current: a stale-evidence turn is shown and not marked as replaced (its memory
-  is neither superseded nor contradicted, and its line does not say it was updated);
+  is neither superseded nor contradicted, and its line does not say it was updated nor that a
+  later memory says another value);
 - current above stale: the best current turn stands above every stale one shown unmarked (a
-  stale turn not shown, or shown marked, counts as below).
+  stale turn not shown, or shown marked, counts as below);
+- current noted as older: a current turn is shown with a note that a later memory says another
+  value (what a wrong note costs: the model is told its right answer may be out of date).
 
 The labels are noisy (the set's README: 15-25 % of records point at a turn that does not state
 the value), which caps every figure below 1; `--clean` scores only the records whose answer's
@@ -37,6 +40,7 @@ from typing import Any, Iterable
 
 from soulgraph.engine import record as memory_record
 from soulgraph.engine.graph import SoulGraph
+from soulgraph.hermes import memory_service
 from soulgraph.hermes.memory_service import MemoryService
 from soulgraph.memory.guard import RefusedMemory
 from soulgraph.store import SoulFile
@@ -45,6 +49,7 @@ from soulgraph.store.vectors import VectorStore, vectors_path
 PLATFORM = "beam"
 MARKED = ("superseded", "contradicted")
 UPDATED_NOTE = "since updated"  # what a recall line says of a memory a later one replaced in part
+LATER_NOTE = memory_service.LATER_NOTE  # ... and of one beside a newer value of what is asked
 
 
 def read_updates(path: str | Path) -> list[dict[str, Any]]:
@@ -73,6 +78,8 @@ class Scored:
     stale_unmarked: bool
     current_above: bool
     shown: list[int] = field(default_factory=list)  # history index of each memory shown (-1: none)
+    current_marked: bool = False  # a current turn shown with a note that a later memory says otherwise
+    notes: int = 0  # lines shown with that note
 
 
 class _Clock:
@@ -171,7 +178,8 @@ def _write(service: MemoryService, clock: _Clock, key: str, history: list[dict[s
 
 def _marked(graph: SoulGraph, node_id: str, line: str) -> bool:
     node = graph.nodes.get(node_id)
-    return node is None or node.status in MARKED or UPDATED_NOTE in line or memory_record.flagged(node.metadata)
+    return (node is None or node.status in MARKED or UPDATED_NOTE in line or LATER_NOTE in line
+            or memory_record.flagged(node.metadata))
 
 
 def _score(item: dict[str, Any], answer: dict[str, Any], turn_of: dict[str, int], graph: SoulGraph) -> Scored:
@@ -180,10 +188,14 @@ def _score(item: dict[str, Any], answer: dict[str, Any], turn_of: dict[str, int]
     shown: list[int] = []
     best_current = best_stale = None
     stale_unmarked = False
+    current_marked, notes = False, 0
     for rank, node_id in enumerate(answer["ids"]):
         index = turn_of.get(node_id, -1)
         shown.append(index)
         line = lines[rank] if rank < len(lines) else ""
+        if LATER_NOTE in line:
+            notes += 1
+            current_marked = current_marked or index in current
         if index in current and best_current is None:
             best_current = rank
         if index in stale and not _marked(graph, node_id, line):
@@ -192,7 +204,7 @@ def _score(item: dict[str, Any], answer: dict[str, Any], turn_of: dict[str, int]
                 best_stale = rank
     clean = (item.get("meta") or {}).get("answer_number_in_current") is not False
     above = best_current is not None and (best_stale is None or best_current < best_stale)
-    return Scored(item["id"], clean, best_current is not None, stale_unmarked, above, shown)
+    return Scored(item["id"], clean, best_current is not None, stale_unmarked, above, shown, current_marked, notes)
 
 
 def figures(scored: list[Scored]) -> dict[str, float]:
@@ -200,7 +212,9 @@ def figures(scored: list[Scored]) -> dict[str, float]:
     return {"records": len(scored),
             "current_in_top": sum(s.current_shown for s in scored) / n,
             "stale_shown_as_current": sum(s.stale_unmarked for s in scored) / n,
-            "current_above_stale": sum(s.current_above for s in scored) / n}
+            "current_above_stale": sum(s.current_above for s in scored) / n,
+            "current_marked_older": sum(s.current_marked for s in scored) / n,
+            "notes": sum(s.notes for s in scored)}
 
 
 def text(source: str, result: dict[str, Any]) -> str:
@@ -212,12 +226,14 @@ def text(source: str, result: dict[str, Any]) -> str:
              f"promoted by consolidation, {stats['revised']:,} marked as changed by a later turn; "
              f"{result['seconds']:.1f} s",
              "",
-             f"| records | n | current in top {limit} | stale shown as current | current above stale |",
-             "|---|---|---|---|---|"]
+             f"| records | n | current in top {limit} | stale shown as current | current above stale "
+             "| current noted as older |",
+             "|---|---|---|---|---|---|"]
     for name, got in rows:
         lines.append(f"| {name} | {got['records']} | {got['current_in_top']:.3f} | {got['stale_shown_as_current']:.3f} "
-                     f"| {got['current_above_stale']:.3f} |")
+                     f"| {got['current_above_stale']:.3f} | {got['current_marked_older']:.3f} |")
     lines.append("")
+    lines.append(f"Lines shown with '{LATER_NOTE} …': {figures(result['scored'])['notes']}.")
     lines.append("Goal: current in top 10 ≥ 0.90, stale shown as current ≤ 0.25, current above stale ≥ 0.90.")
     return "\n".join(lines)
 

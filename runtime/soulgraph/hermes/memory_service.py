@@ -61,6 +61,7 @@ RECALL_BUDGET = 1500  # characters of recalled memory injected before a turn
 RECALL_LIMIT = 8
 SNAPSHOT_CHARS = 2200
 MIRROR_WRITER = "hermes:memory_tool"
+LATER_NOTE = "a later memory says"  # a recall line's note of a newer value shown beside it (memory/updates.py)
 # Hermes' built-in memory targets and how the seeder tags their entries (hermes/seed.py).
 MIRROR_TARGETS = {"memory": ("memory", "note"), "user": ("user", "semantic_fact")}
 # The longest request line read (characters); a longer one is refused whole, unread. The
@@ -333,11 +334,14 @@ class MemoryService:
                                                 for c in shown.intersection(graph.children.get(h.node.id, ()))))]
         hits = hits[: int(limit)]
         lines, ids, used = [], [], 0
-        # A newer value for what the question asks stands above an older one (memory/updates.py).
-        for node in updates.newer_first(query, [h.node for h in hits]):
+        # A newer value for what the question asks stands above an older one, and the older
+        # one's line names it (memory/updates.py): both are kept, the model sees which is later.
+        shown_nodes = [h.node for h in hits]
+        later = updates.later_values(query, shown_nodes)
+        for node in updates.newer_first(query, shown_nodes, later):
             day = time.strftime("%Y-%m-%d", time.gmtime(node.seen_at))
             body = " ".join(node.content.split())
-            line = f"- [{day}, {node.kind}{_since_updated(graph, node)}] {body}"
+            line = f"- [{day}, {node.kind}{_since_updated(graph, node)}{_later_said(node, later)}] {body}"
             if used + len(line) + 1 > budget:
                 room = int(budget) - used - 1
                 if room < 40:
@@ -451,6 +455,21 @@ def _since_updated(graph: SoulGraph, node: Any) -> str:
         when = by.created_at if by is not None else float(change.get("at") or 0)
         parts.append(f"{change.get('old')} → {change.get('new')} ({time.strftime('%Y-%m-%d', time.gmtime(when))})")
     return "; since updated: " + ", ".join(parts)
+
+
+def _later_said(node: Any, later: list[Any]) -> str:
+    """What newer memories shown beside this one say, as a change, of the value the question asks
+    about: "; a later memory says 52 (2024-05-02)". A newer value said with no update cue only
+    moves up (it may be a second, different quantity); one said as a change is named here too,
+    and both lines stay for the model to weigh."""
+    said = {}
+    for pair in later:
+        if pair.older.id == node.id and pair.new.cued:
+            said[pair.new.text] = max(said.get(pair.new.text, 0.0), pair.newer.seen_at)
+    if not said:
+        return ""
+    parts = [f"{text} ({time.strftime('%Y-%m-%d', time.gmtime(at))})" for text, at in list(said.items())[-3:]]
+    return f"; {LATER_NOTE} " + ", ".join(parts)
 
 
 def _turn_stored(graph: SoulGraph, session_id: str, turn_id: str, scope: str) -> str | None:

@@ -190,7 +190,9 @@ def values(text: str) -> list[Value]:
             if unit:
                 slot.add(unit)
             cue = _CUE_BEFORE.search(sentence[max(0, start - 70):start])
-            cued = cue is not None and not _NOT_A_CHANGE.search(sentence[:start])
+            # A plan or a question holds back the change it says, in its own clause only:
+            # "considering the growth of commits, which has now reached 165" is a change.
+            cued = cue is not None and not _NOT_A_CHANGE.search(_clause(sentence, start))
             if cued and sentence.rstrip().endswith("?") and _GERUND.search(cue.group()):
                 cued = False  # "how would increasing it to 50% …?" asks, it does not tell
             if cued and kind == "date" and not _DATE_CUE.search(cue.group()):
@@ -202,6 +204,15 @@ def values(text: str) -> list[Value]:
             target = bool(_TARGET.search(sentence[:start]))
             out.append(Value(kind, raw, _norm(raw, kind), unit, frozenset(slot), cued, was, target))
     return out
+
+
+_CLAUSE_END = re.compile(r"[,;:()]|\s(?:-|–|—)\s|\b(?:which|and|but|so|because|since|now\s+that)\b", re.IGNORECASE)
+
+
+def _clause(sentence: str, start: int) -> str:
+    """The words of the clause a value at `start` is in, up to it."""
+    ends = [m.end() for m in _CLAUSE_END.finditer(sentence, 0, start)]
+    return sentence[ends[-1] if ends else 0:start]
 
 
 def _glued(sentence: str, match: re.Match[str]) -> bool:
@@ -344,22 +355,50 @@ def _same_unit(a: Value, b: Value) -> bool:
     return a.unit == b.unit or bool(a.unit and a.unit in b.slot) or bool(b.unit and b.unit in a.slot)
 
 
-def newer_first(question: str, nodes: list[Node]) -> list[Node]:
-    """`nodes` in rank order, except that a memory holding a newer value for what the question
-    asks (the same kind of value and unit, both slots sharing `MIN_ABOUT` of its words) than a
-    higher-ranked older memory is moved up right above it."""
+@dataclass(frozen=True)
+class Later:
+    """A shown memory holds a newer, different value than an older shown one, for the slot the
+    question asks about."""
+    older: Node
+    newer: Node
+    old: Value
+    new: Value
+
+
+def later_values(question: str, nodes: list[Node]) -> list[Later]:
+    """Every pair of `nodes` (as recall shows them) where a newer memory holds another value of
+    the same kind and unit for what the question asks than an older one (both values' slots
+    sharing `MIN_ABOUT` of its words); in the order of `nodes`' newer memory."""
     asked = question_words(question)
     if len(asked) < MIN_ASKED or len(nodes) < 2:
-        return nodes
+        return []
     held = {node.id: _asked_values(node, asked) for node in nodes}
-    order = list(nodes)
+    found = []
     for node in nodes:
         for value in held[node.id]:
-            older = [o for o in order[:order.index(node)] if o.seen_at < node.seen_at and any(
-                v.type == value.type and _same_unit(v, value) and v.target == value.target and v.norm != value.norm
-                and len(v.slot & value.slot & asked) >= MIN_ABOUT for v in held[o.id])]
-            if older:
-                order.remove(node)
-                order.insert(order.index(older[0]), node)
-                break
+            for other in nodes:
+                if other.seen_at >= node.seen_at:
+                    continue
+                old = next((v for v in held[other.id] if v.type == value.type and _same_unit(v, value)
+                            and v.target == value.target and v.norm != value.norm
+                            and len(v.slot & value.slot & asked) >= MIN_ABOUT), None)
+                if old is not None:
+                    found.append(Later(other, node, old, value))
+    return found
+
+
+def newer_first(question: str, nodes: list[Node], later: list[Later] | None = None) -> list[Node]:
+    """`nodes` in rank order, except that a memory holding a newer value for what the question
+    asks than a higher-ranked older memory (`later_values`) is moved up right above it."""
+    pairs = later_values(question, nodes) if later is None else later
+    older_of: dict[str, list[str]] = {}
+    for pair in pairs:
+        older_of.setdefault(pair.newer.id, []).append(pair.older.id)
+    order = list(nodes)
+    for node in nodes:
+        olders = set(older_of.get(node.id, ()))
+        above = [o for o in order[:order.index(node)] if o.id in olders]
+        if above:
+            order.remove(node)
+            order.insert(order.index(above[0]), node)
     return order
