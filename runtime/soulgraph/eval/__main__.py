@@ -9,7 +9,7 @@ import sys
 from soulgraph.eval.ledger import read_ledger
 from soulgraph.eval.locomo import read_locomo, replay_locomo
 from soulgraph.eval.provider import USERS, compare as compare_provider, compare_text as provider_compare_text
-from soulgraph.eval.provider import replay as replay_provider, text as provider_text
+from soulgraph.eval.provider import replay as replay_provider, revisions_text, text as provider_text
 from soulgraph.eval.replay import replay_ledger
 from soulgraph.eval.report import ledger_report, ledger_text, locomo_report, locomo_text
 from soulgraph.eval.retrievers import DEFAULT_METHODS, METHODS, parse_methods
@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                           help="alone: a soul per conversation (default); together: one soul, each conversation "
                                "its own user (scope locomo:<sample_id>); crowd: one soul, no scopes; "
                                "all: the three on the same questions, in one table")
+    provider.add_argument("--revisions", action="store_true",
+                          help="also list every change a later turn marked (old and new value, both texts)")
 
     update = commands.add_parser("updates", help="knowledge updates (BEAM): after a fact changed, is the current "
                                                  "value recalled and the old one marked?")
@@ -91,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 result = replay_provider(data, budget=args.budget, limit=args.limit, users=args.users)
                 print(provider_text(args.file, result))
+                if args.revisions:
+                    print()
+                    print(revisions_text(result))
             return 0
         methods = parse_methods(args.methods)
         if args.command == "ledger":

@@ -72,6 +72,7 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
     latencies: list[float] = []
     injected_chars: list[int] = []
     injected_items: list[int] = []
+    revisions: list[dict[str, Any]] = []
     started = time.perf_counter()
     conversations = [(str(sample.get("sample_id", f"entry {position}")), sample) for position, sample in enumerate(data)
                      if isinstance(sample, dict) and isinstance(sample.get("conversation"), dict)]
@@ -120,6 +121,11 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
                         turn_of[added["id"]] = turn_of[parent]
                 stats["promoted"] += len(kept["added"])
                 stats["sessions"] += 1
+                texts = {i: n.content for i, n in graph.nodes.items()}
+                for change in kept["updated"]:  # every change a later turn made, for a hand check
+                    revisions.append({"conversation": where, "old_turn": turn_of.get(change["id"]),
+                                      "new_turn": turn_of.get(change["by"]), "from": change["old"], "to": change["new"],
+                                      "old_text": texts.get(change["id"], ""), "new_text": texts.get(change["by"], "")})
             stats["memories"] += len(service.soul.graph().nodes)
             stats["souls"] += 1
             # The vectors embedded before the first question, so its latency is a recall's alone.
@@ -151,7 +157,7 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
                 question.ranks.update(other.ranks)
     return {"questions": questions, "stats": stats, "seconds": seconds, "latencies": latencies,
             "injected_chars": injected_chars, "injected_items": injected_items, "budget": budget, "limit": limit,
-            "users": users, "direct": direct}
+            "users": users, "direct": direct, "revisions": revisions}
 
 
 def compare(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int = RECALL_LIMIT) -> dict[str, Any]:
@@ -216,7 +222,8 @@ def text(source: str, result: dict[str, Any]) -> str:
     who = "" if users == "alone" else f" ({DESCRIBE[users]})"
     lines = [f"LoCoMo {source} through the memory provider{who}: {stats['conversations']} conversations, "
              f"{stats['sessions']} sessions, {stats['turns']:,} turns through sync_turn, {stats['promoted']:,} "
-             f"memories promoted by consolidation, {len(questions):,} questions; {result['seconds']:.1f} s",
+             f"memories promoted by consolidation, {len(result['revisions']):,} marked as changed by a later turn, "
+             f"{len(questions):,} questions; {result['seconds']:.1f} s",
              f"Injected per question (budget {result['budget']:,} characters, at most {result['limit']} memories): "
              f"{_mean(result['injected_items']):.1f} memories, {_mean(result['injected_chars']):,.0f} characters on average; "
              f"recall p50 {_pct(result['latencies'], 0.5) * 1e3:.2f} ms, p99 {_pct(result['latencies'], 0.99) * 1e3:.2f} ms",
@@ -263,3 +270,14 @@ def _pct(values: list[float], q: float) -> float:
         return 0.0
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered))) - 1))]
+
+
+def revisions_text(result: dict[str, Any]) -> str:
+    """Every change the replay marked: the old memory's value, the new one, both texts."""
+    lines = [f"{len(result['revisions'])} marked as changed by a later turn:"]
+    for n, change in enumerate(result["revisions"], 1):
+        lines.append(f"{n}. {change['conversation']} {change['old_turn']} -> {change['new_turn']}: "
+                     f"{change['from']} -> {change['to']}")
+        lines.append(f"   old: {' '.join(change['old_text'].split())[:300]}")
+        lines.append(f"   new: {' '.join(change['new_text'].split())[:300]}")
+    return "\n".join(lines)

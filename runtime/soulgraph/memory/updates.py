@@ -53,9 +53,10 @@ _CHANGED = (r"(?:increased|decreased|raised|lowered|reduced|extended|shortened|m
             r"rose|risen|fell|fallen|cut|switched|upgraded|downgraded|expanded|boosted|shifted|lifted|"
             r"brought(?:\s+it)?(?:\s+(?:down|up))?|got(?:\s+it)?\s+(?:down|up)|gone\s+(?:up|down))")
 _CUE_BEFORE = re.compile(
-    r"(?:\b" + _CHANGED + r"\b(?:\s+[\w'-]+){0,6}?\s+(?:to|of)"
+    r"(?:\b" + _CHANGED + r"\b(?:\s+[\w'-]+){0,8}?\s+(?:to|of)"
     r"|\b(?:moving|increasing|raising|lowering|reducing|extending|shortening|adjusting|changing|updating|"
-    r"rescheduling|upgrading|bumping|cutting)\b(?:\s+[\w'-]+){0,6}?\s+to"
+    r"rescheduling|upgrading|bumping|cutting|adjust|update|change|move|extend|reschedule|push|upgrade|bump)\b"
+    r"(?:\s+[\w'-]+){0,8}?\s+to"
     r"|\b(?:upgrade|update|change|increase|reduction|extension)\s+to"
     r"|\b(?:has|have|had|'s|'ve)\s+(?:now\s+|recently\s+|just\s+|finally\s+)?(?:reached|hit|hits|added|completed)"
     r"|\b(?:reached|hit)\b"
@@ -70,15 +71,18 @@ _VERB = re.compile(r"(?:increas|decreas|rais|lower|reduc|extend|shorten|mov|resc
                    r"updat|revis|bump|drop|improv|grow|grew|rose|rise|fell|fall|cut|switch|upgrad|downgrad|expand|"
                    r"boost|shift|lift|brought|reach|manag|agree|focus|found|reflect|spent|spend|made|set|keep|kept)")
 _LEADING = re.compile(r"[$€£]?\s?[\d,.]*\d%?|\S+")
-_TARGET = re.compile(r"\b(?:aim\w*|target\w*|goal\w*|achieve|achieving|hop(?:e|ing)|want|wanting|plan\w*|objective|"
-                     r"trying\s+to\s+(?:reach|get|hit)|to\s+reach)\b", re.IGNORECASE)
-_FROM = re.compile(r"\bfrom\s+(\S+(?:\s+[a-z]+)?)\s+to\s*$", re.IGNORECASE)
+_TARGET = re.compile(r"\b(?:aim\w*|target\w*|goal\w*|achieve|achieving|hop(?:e|ing)|want|wanting|objective|maintain\w*|"
+                     r"(?:i|we|i'm|we're|am|are)\s+(?:\w+\s+)?plan(?:s|ned|ning)?\s+(?:to|for|on)|planning\s+(?:to|for|on)|trying\s+to\s+(?:reach|get|hit)|to\s+reach)\b",
+                     re.IGNORECASE)  # "planning for 10", not "my internet plan"
+_ASKING = re.compile(r"\b(?:how|what|why|which|should|would|could|can|is|are|does|do)\b", re.IGNORECASE)
+_NEW_TARGET = re.compile(r"\b(?:new|revised|updated)\s+(?:target|goal)\b", re.IGNORECASE)
+_FROM = re.compile(r"\bfrom\s+(\S+(?:\s+\w+)?)\s+to\s*$", re.IGNORECASE)  # "from 45% to", "from April 20 to"
 _GERUND = re.compile(r"\b\w+ing\b", re.IGNORECASE)
 _CODE = re.compile(r"[=`{}<>\[\];]|\w\(|\)\.")
 _DATE_CUE = re.compile(r"\b(?:" + _CHANGED + r"|moving|rescheduling|extending|postponing|new)\b", re.IGNORECASE)
 _NOT_A_CHANGE = re.compile(
     r"\b(?:if|whether|would|could|might|should\s+i|how\s+(?:will|would|can|do)|what\s+(?:if|would)|"
-    r"plan(?:ning)?\s+to|thinking\s+(?:of|about)|consider(?:ing)?|want\s+to|going\s+to|hope\s+to|aim(?:ing)?\s+to|"
+    r"(?:i|we|i'm|we're|am|are)\s+(?:\w+\s+)?plan(?:ning)?\s+to|planning\s+to|thinking\s+(?:of|about)|consider(?:ing)?|want\s+to|going\s+to|hope\s+to|aim(?:ing)?\s+to|"
     r"goal\s+(?:is|of)\s+)\b",
     re.IGNORECASE)
 _SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=\S))+(?:[.!?]+|$)")  # "1.2 seconds" is not two sentences
@@ -193,15 +197,18 @@ def values(text: str) -> list[Value]:
             # A plan or a question holds back the change it says, in its own clause only:
             # "considering the growth of commits, which has now reached 165" is a change.
             cued = cue is not None and not _NOT_A_CHANGE.search(_clause(sentence, start))
-            if cued and sentence.rstrip().endswith("?") and _GERUND.search(cue.group()):
-                cued = False  # "how would increasing it to 50% …?" asks, it does not tell
+            if cued and sentence.rstrip().endswith("?") and _GERUND.search(cue.group()) \
+                    and _ASKING.search(_clause(sentence, start)):
+                cued = False  # "what about increasing it to 50%?" asks, it does not tell
             if cued and kind == "date" and not _DATE_CUE.search(cue.group()):
                 cued = False  # "completed … by June 27" dates an event; a date changes when it is moved
             if cued and "new" in cue.group().lower() and re.search(r"\bNew\s+[A-Z]", cue.group()):
                 cued = False  # "New Gary": a name, not a new value
             named_old = _FROM.search(sentence[max(0, start - 40):start]) if cued else None
-            was = _norm(_LEADING.match(named_old.group(1)).group(), kind) if named_old else ""
-            target = bool(_TARGET.search(sentence[:start]))
+            was = _was(named_old.group(1), kind) if named_old else ""
+            # Aimed at, in its own clause ("trying to reach 100%, and I've reached 65%": the 65%
+            # is reached), or named the new target right after ("adjusted to 1,350, my new target").
+            target = bool(_TARGET.search(_clause(sentence, start)) or _NEW_TARGET.search(sentence, end, right))
             out.append(Value(kind, raw, _norm(raw, kind), unit, frozenset(slot), cued, was, target))
     return out
 
@@ -213,6 +220,14 @@ def _clause(sentence: str, start: int) -> str:
     """The words of the clause a value at `start` is in, up to it."""
     ends = [m.end() for m in _CLAUSE_END.finditer(sentence, 0, start)]
     return sentence[ends[-1] if ends else 0:start]
+
+
+def _was(text: str, kind: str) -> str:
+    """The old value a "from … to" names, normalised as a value of `kind` is."""
+    held = _VALUE.match(text)
+    if held is not None and held.lastgroup == kind:
+        return _norm(held.group(kind).rstrip(",."), kind)
+    return _norm(_LEADING.match(text).group(), kind)
 
 
 def _glued(sentence: str, match: re.Match[str]) -> bool:
@@ -259,6 +274,8 @@ def _same_slot(new: Value, old: Value, rare: set[str]) -> tuple[str, ...] | None
         return None  # "reached 165" matches "150 commits" when "commits" is among its slot words
     if new.type.startswith(_NAMED_TYPES):
         return (new.type,)  # a named slot: the name is the match
+    if _far_apart(new, old):
+        return None  # "rent is $2,400" and "a grocery budget of $50": two quantities, not one changed
     shared = new.slot & old.slot
     if len(shared) < MIN_SHARED or not (shared & rare):
         return None
@@ -266,6 +283,18 @@ def _same_slot(new: Value, old: Value, rare: set[str]) -> tuple[str, ...] | None
 
 
 _NAMED_TYPES = tuple(slot for slot, _query, _pattern in _NAMED)
+FAR_APART = 10  # a new amount or count more than this many times the old one (or under its tenth)
+_AMOUNT = re.compile(r"[$€£]?(\d+(?:\.\d+)?)")
+
+
+def _far_apart(new: Value, old: Value) -> bool:
+    if new.type not in ("money", "number"):
+        return False
+    a, b = _AMOUNT.fullmatch(new.norm), _AMOUNT.fullmatch(old.norm)  # "$5k", "3-4": not compared
+    if a is None or b is None:
+        return False
+    x, y = float(a.group(1)), float(b.group(1))
+    return x > 0 and y > 0 and max(x, y) > FAR_APART * min(x, y)
 
 
 def find(graph: SoulGraph, node: Node, text: str | None = None, *, scope: str | None = None) -> list[Update]:
