@@ -92,6 +92,7 @@ def test_a_changed_number_marks_the_turn_that_held_it(service):
     "I'm planning to grow my Zotero library to 80 sources next year.",  # a plan
     "My rent went up to $1,200 a month.",  # another slot
     "My Zotero library has 45 sources, and now reached 45 sources again.",  # the same value
+    "My Zotero library sources grew to 900 sources after the import.",  # twenty times as many: another count
 ])
 def test_what_is_not_an_update_changes_nothing(service, later):
     session(service, "s1", "My Zotero library has 45 sources, tagged by theme and date.")
@@ -120,6 +121,23 @@ def test_the_rules_read_cues_plans_and_code_apart():
     assert cued("config.port = 8000; it was changed to 8080") == []  # code
     assert [v.type for v in updates.values("I moved to Lisbon.")] == ["lives in"]
     assert updates.values("I live in a small flat.") == []  # not a name
+    # Each value is read in its own clause: a plan or a question elsewhere in the sentence does
+    # not hold its change back, and the cue may come after it.
+    assert cued("I'm considering new tools, given the commits merged into main, which has now reached 165.") \
+        == [("165", "")]
+    assert cued("My Zotero library has 52 sources since I just increased it.") == [("52", "")]
+    assert cued("What if I had 90 sources, and then I increased it?") == []
+    assert cued("I'm trying to adjust the deadline for my Instagram prototype to April 5, 2024.") \
+        == [("April 5", "")]
+    assert cued("I moved my attorney meeting from April 20 to May 1.") == [("May 1", "apr20")]
+    assert cued("Upgrading my internet plan to 200 Mbps has been great.") == [("200", "")]  # a plan, the noun
+
+    def aimed(text):
+        return [(v.text, v.target) for v in updates.values(text) if v.type == "percent"]
+
+    assert aimed("I'm trying to achieve 100% coverage, and I've currently reached 65%.") == [("100%", True),
+                                                                                            ("65%", False)]
+    assert aimed("It was adjusted to 40%, my new target.") == [("40%", True)]
 
 
 def test_the_harness_scores_a_record_and_names_a_bad_line(tmp_path):
@@ -266,3 +284,14 @@ def test_a_value_said_as_a_change_is_named_beside_the_older_one_recall_shows(ser
     assert f"{memory_service.LATER_NOTE} May 20 ({day[:8]}" in old and memory_service.LATER_NOTE not in new
     shown = service.recall(query="How many finished projects are in my portfolio?")["text"].splitlines()
     assert "14 finished" in shown[0] and memory_service.LATER_NOTE not in "\n".join(shown)
+
+
+def test_sizes_in_different_units_are_one_slot_at_read_time(service):
+    session(service, "s1", "I set the Redis maxmemory setting to 512MB to reduce evictions.")
+    service.clock.now += DAY
+    session(service, "s2", "I'm going over the Redis notes, and I adjusted the maxmemory setting to 1GB.",
+            "My laptop has 16GB of RAM.")
+    lines = service.recall(query="What maxmemory setting should Redis use?")["text"].splitlines()
+    at = lambda words: next(i for i, line in enumerate(lines) if words in line)  # noqa: E731
+    assert at("1GB") < at("512MB")
+    assert f"{memory_service.LATER_NOTE} 1" in lines[at("512MB")]

@@ -79,7 +79,12 @@ _NEW_TARGET = re.compile(r"\b(?:new|revised|updated)\s+(?:target|goal)\b", re.IG
 _FROM = re.compile(r"\bfrom\s+(\S+(?:\s+\w+)?)\s+to\s*$", re.IGNORECASE)  # "from 45% to", "from April 20 to"
 _GERUND = re.compile(r"\b\w+ing\b", re.IGNORECASE)
 _CODE = re.compile(r"[=`{}<>\[\];]|\w\(|\)\.")
-_DATE_CUE = re.compile(r"\b(?:" + _CHANGED + r"|moving|rescheduling|extending|postponing|new)\b", re.IGNORECASE)
+_DATE_CUE = re.compile(r"\b(?:" + _CHANGED + r"|moving|rescheduling|extending|postponing|new|adjust|move|extend|"
+                       r"reschedule|push|postpone|change|update)\b", re.IGNORECASE)
+# A change said right after the value: "my $200 emergency fund, since I just increased it".
+_CUE_AFTER = re.compile(r"[^.!?]{0,160}?\b(?:i|we)(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?"
+                        r"(?:increased|raised|lowered|reduced|changed|updated|extended|adjusted|upgraded|bumped)\s+it\b",
+                        re.IGNORECASE)
 _NOT_A_CHANGE = re.compile(
     r"\b(?:if|whether|would|could|might|should\s+i|how\s+(?:will|would|can|do)|what\s+(?:if|would)|"
     r"(?:i|we|i'm|we're|am|are)\s+(?:\w+\s+)?plan(?:ning)?\s+to|planning\s+to|thinking\s+(?:of|about)|consider(?:ing)?|want\s+to|going\s+to|hope\s+to|aim(?:ing)?\s+to|"
@@ -197,6 +202,10 @@ def values(text: str) -> list[Value]:
             # A plan or a question holds back the change it says, in its own clause only:
             # "considering the growth of commits, which has now reached 165" is a change.
             cued = cue is not None and not _NOT_A_CHANGE.search(_clause(sentence, start))
+            after_cue = _CUE_AFTER.match(sentence, end, right) if cue is None and kind != "date" else None
+            if after_cue is not None:
+                cued = not (_NOT_A_CHANGE.search(_clause(sentence, start)) or _NOT_A_CHANGE.search(after_cue.group()))
+                cue = after_cue
             if cued and sentence.rstrip().endswith("?") and _GERUND.search(cue.group()) \
                     and _ASKING.search(_clause(sentence, start)):
                 cued = False  # "what about increasing it to 50%?" asks, it does not tell
@@ -270,7 +279,7 @@ def _norm(raw: str, kind: str) -> str:
 def _same_slot(new: Value, old: Value, rare: set[str]) -> tuple[str, ...] | None:
     if new.type != old.type or new.norm == old.norm or (new.was and new.was != old.norm) or new.target != old.target:
         return None
-    if new.type == "number" and new.unit != old.unit and not (not new.unit and old.unit in new.slot):
+    if new.type == "number" and _family(new.unit) != _family(old.unit) and not (not new.unit and old.unit in new.slot):
         return None  # "reached 165" matches "150 commits" when "commits" is among its slot words
     if new.type.startswith(_NAMED_TYPES):
         return (new.type,)  # a named slot: the name is the match
@@ -379,9 +388,18 @@ def _asked_values(node: Node, asked: frozenset[str]) -> list[Value]:
 
 
 def _same_unit(a: Value, b: Value) -> bool:
-    """The same unit, or one named among the other's words: "reached 165" and "150 commits",
-    "12 conditional probability problems" and "8 problems"."""
-    return a.unit == b.unit or bool(a.unit and a.unit in b.slot) or bool(b.unit and b.unit in a.slot)
+    """The same unit (or of one family: "512MB" and "1GB"), or one named among the other's words:
+    "reached 165" and "150 commits", "12 conditional probability problems" and "8 problems"."""
+    return (_family(a.unit) == _family(b.unit) or bool(a.unit and a.unit in b.slot)
+            or bool(b.unit and b.unit in a.slot))
+
+
+_FAMILIES = {unit: family for family, units in (("bytes", ("kb", "mb", "gb", "tb")), ("seconds", ("ms", "s")))
+             for unit in units}
+
+
+def _family(unit: str) -> str:
+    return _FAMILIES.get(unit, unit)
 
 
 @dataclass(frozen=True)
