@@ -74,6 +74,8 @@ _LEADING = re.compile(r"[$€£]?\s?[\d,.]*\d%?|\S+")
 _TARGET = re.compile(r"\b(?:aim\w*|target\w*|goal\w*|achieve|achieving|hop(?:e|ing)|want|wanting|objective|maintain\w*|"
                      r"(?:i|we|i'm|we're|am|are)\s+(?:\w+\s+)?plan(?:s|ned|ning)?\s+(?:to|for|on)|planning\s+(?:to|for|on)|trying\s+to\s+(?:reach|get|hit)|to\s+reach)\b",
                      re.IGNORECASE)  # "planning for 10", not "my internet plan"
+_DELTA = re.compile(r"\s*(?:\w+\s+)?(?:reduction|increase|decrease|improvement|drop|growth|boost|rise|cut|gain|"
+                    r"jump|decline)s?\b", re.IGNORECASE)
 _ASKING = re.compile(r"\b(?:how|what|why|which|should|would|could|can|is|are|does|do)\b", re.IGNORECASE)
 _NEW_TARGET = re.compile(r"\b(?:new|revised|updated)\s+(?:target|goal)\b", re.IGNORECASE)
 _FROM = re.compile(r"\bfrom\s+(\S+(?:\s+\w+)?)\s+to\s*$", re.IGNORECASE)  # "from 45% to", "from April 20 to"
@@ -185,6 +187,8 @@ def values(text: str) -> list[Value]:
                 if _year(raw) or "." in raw and not unit:
                     continue  # a year or a version is no slot
             start, end = match.start(), match.end()
+            if _DELTA.match(sentence, end):
+                continue  # "a 35% reduction", "a $500 increase": an amount of change, not a value held
             # A value's words stop at its neighbours: in "35% in stocks and 50% in bonds" the
             # bonds are not the 35%'s.
             previous = position - 1
