@@ -567,6 +567,20 @@ def test_fused_scores_stay_on_the_word_scale():
     assert {h.node.id for h in fused} == {"n1", "n2", "n3"}
 
 
+def test_the_word_searchs_best_match_keeps_a_place_among_the_first_ten():
+    """Twenty memories the vectors rank 1..20 and the words 2..21; the words' best match is
+    nowhere in the vectors' list. Plain fusion would put it last; it stays within the first ten,
+    and a word match the vectors also rank is not moved for it."""
+    n = 22
+    graph = _graph_with([f"memory {i}" for i in range(1, n + 1)])
+    words = {f"n{i}": float(n + 1 - i) for i in range(1, n)}  # n1 best ... n21
+    nearest = [f"n{i}" for i in range(2, n)]  # n2 .. n21: the vectors never see n1
+    fused = [h.node.id for h in hybrid.rerank(graph, words, n, accept=lambda node: True, neighbours=False,
+                                              nearest=nearest)]
+    assert fused.index("n1") < hybrid.WORD_BEST_WITHIN
+    assert fused[:hybrid.WORD_BEST_WITHIN - 1] == [f"n{i}" for i in range(2, hybrid.WORD_BEST_WITHIN + 1)]
+
+
 # ---------------------------------------------------------------- over MCP
 def test_soul_summary_names_the_search_mode_and_the_vectors_file_is_kept(tmp_path):
     soul = tmp_path / "soul.json"
