@@ -17,7 +17,7 @@ import pytest
 from soulgraph.hermes import consolidate as consolidation
 from soulgraph.hermes import memory_service
 from soulgraph.hermes.memory_service import MemoryService
-from soulgraph.memory import lifecycle, updates
+from soulgraph.memory import lifecycle, ranking, updates
 from soulgraph.store import SoulFile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,3 +295,20 @@ def test_sizes_in_different_units_are_one_slot_at_read_time(service):
     at = lambda words: next(i for i, line in enumerate(lines) if words in line)  # noqa: E731
     assert at("1GB") < at("512MB")
     assert f"{memory_service.LATER_NOTE} 1" in lines[at("512MB")]
+
+
+def test_a_memory_shown_as_since_updated_brings_the_memory_that_changed_it(service):
+    """The question matches the old wording only; the newer memory, which changed its value,
+    still comes in, right above it, in the place of the lowest-ranked line."""
+    session(service, "s1", "My Zotero library has 45 sources, tagged by theme and date.",
+            "My photo albums are tagged by theme and date as well.")
+    service.clock.now += 10 * DAY
+    kept = session(service, "s2", "Good news: my Zotero library has now reached 52 sources.")
+    assert [(u["old"], u["new"]) for u in kept["updated"]] == [("45", "52")]
+    question = "what is tagged by theme and date?"
+    graph = service.soul.graph()
+    ranked = [h.node.content for h in ranking.related(graph, question, 2)]
+    assert "photo albums" in ranked[0] and "45 sources" in ranked[1]  # what the search alone gives
+    shown = service.recall(query=question, limit=2)["text"].splitlines()
+    assert "52 sources" in shown[0]
+    assert "45 sources" in shown[1] and "since updated: 45 → 52" in shown[1]

@@ -333,10 +333,15 @@ class MemoryService:
                                         and any(graph.nodes[c].source == consolidation.SOURCE
                                                 for c in shown.intersection(graph.children.get(h.node.id, ()))))]
         hits = hits[: int(limit)]
+        # A memory a later one changed a value of is shown with the one that changed it: the
+        # newer stands right above it, in the place of the last hit if need be.
+        shown_nodes = _with_changers(graph, [h.node for h in hits], int(limit),
+                                     lambda n: (n.id not in exclude and n.id not in skip and n.privacy == "normal"
+                                                and n.status == ACTIVE and not record.flagged(n.metadata)
+                                                and _valid_now(n, now)))
         lines, ids, used = [], [], 0
         # A newer value for what the question asks stands above an older one, and the older
         # one's line names it (memory/updates.py): both are kept, the model sees which is later.
-        shown_nodes = [h.node for h in hits]
         later = updates.later_values(query, shown_nodes)
         for node in updates.newer_first(query, shown_nodes, later):
             day = time.strftime("%Y-%m-%d", time.gmtime(node.seen_at))
@@ -455,6 +460,29 @@ def _since_updated(graph: SoulGraph, node: Any) -> str:
         when = by.created_at if by is not None else float(change.get("at") or 0)
         parts.append(f"{change.get('old')} → {change.get('new')} ({time.strftime('%Y-%m-%d', time.gmtime(when))})")
     return "; since updated: " + ", ".join(parts)
+
+
+def _with_changers(graph: SoulGraph, nodes: list[Any], limit: int, visible: Callable[[Any], bool]) -> list[Any]:
+    """`nodes`, each one a later memory changed a value of (lifecycle.revise) preceded by the
+    newest of those it can see, if not shown already; at most `limit`, the lowest-ranked of
+    the others dropped for them."""
+    out, paired = list(nodes), set()
+    for node in nodes:
+        changes = node.metadata.get(lifecycle.UPDATED) or []
+        newer = next((graph.nodes[c["by"]] for c in reversed(changes)
+                      if isinstance(c, dict) and c.get("by") in graph.nodes and visible(graph.nodes[c["by"]])), None)
+        shown = [n.id for n in out]
+        if newer is None or newer.id in shown or node.id not in shown:
+            continue
+        # A turn is not shown beside a memory consolidation drew from it: that memory says it.
+        if any(graph.nodes[c].source == consolidation.SOURCE for c in set(shown).intersection(graph.children.get(newer.id, ()))):
+            continue
+        out.insert(shown.index(node.id), newer)
+        paired.update((node.id, newer.id))
+    while len(out) > limit:  # the lowest-ranked line that is not one of a pair makes room
+        spare = next((i for i in range(len(out) - 1, -1, -1) if out[i].id not in paired), len(out) - 1)
+        del out[spare]
+    return out
 
 
 def _later_said(node: Any, later: list[Any]) -> str:
