@@ -312,3 +312,24 @@ def test_a_memory_shown_as_since_updated_brings_the_memory_that_changed_it(servi
     shown = service.recall(query=question, limit=2)["text"].splitlines()
     assert "52 sources" in shown[0]
     assert "45 sources" in shown[1] and "since updated: 45 → 52" in shown[1]
+
+
+def test_soul_query_says_which_values_a_later_memory_changed(tmp_path):
+    """The tools say it too: a turn a later one changed a value of carries `updated` in
+    soul_query's results, over a real MCP connection."""
+    from tests.mcp_session import with_server
+
+    clock = Clock()
+    service = MemoryService(SoulFile(tmp_path / "soul.json", clock=clock), embed=False)
+    service.clock = clock
+    session(service, "s1", "My Zotero library has 45 sources, tagged by theme and date.")
+    clock.now += 10 * DAY
+    kept = session(service, "s2", "Good news: my Zotero library has now reached 52 sources.")
+    old, by = kept["updated"][0]["id"], kept["updated"][0]["by"]
+
+    async def scenario(client):
+        return await client.call("soul_query", query="Zotero library sources", limit=5)
+
+    found = {r["id"]: r for r in with_server(tmp_path / "soul.json", scenario, extra_args=["--no-embed"])["results"]}
+    assert found[old]["updated"] == [{"old": "45", "new": "52", "by": by}]
+    assert "updated" not in found[by]

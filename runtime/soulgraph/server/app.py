@@ -114,6 +114,13 @@ class SoulTools:
         if rules:
             brief["kind"] = node.kind
             brief["withheld" if withheld else "flagged"] = flagged.withheld(rules)
+        changes = node.metadata.get(lifecycle.UPDATED) if not withheld else None
+        if changes:  # a later memory changed a value this one holds (memory/updates.py): say which
+            visible = set(self.seen(c.get("by") for c in changes if isinstance(c, dict)))
+            updated = [{"old": str(c["old"]), "new": str(c["new"]), "by": c["by"]} for c in changes[-3:]
+                       if isinstance(c, dict) and c.get("by") in visible]
+            if updated:
+                brief["updated"] = updated
         brief.update(extra)
         return brief
 

@@ -19,6 +19,14 @@ class Withheld(TypedDict):
     rules: list[str]  # the scanner rules it matched
 
 
+class Changed(TypedDict):
+    """A value a later memory changed: `old` as this memory says it, `new` as memory `by` does."""
+
+    old: str
+    new: str
+    by: str
+
+
 class Brief(TypedDict):
     """A node in a list of results. A flagged memory is withheld: `content` is a fixed marker,
     `tags` empty, and `withheld` says why (`flagged` instead, with the text, on a server
@@ -37,6 +45,7 @@ class Brief(TypedDict):
     via: NotRequired[Optional[str]]  # search results: why it is here when not by its own words
     depth: NotRequired[int]  # walks: edges away from where the walk started
     relation: NotRequired[str]  # prime's walk: ancestor or descendant of the focus
+    updated: NotRequired[list[Changed]]  # values later memories changed (the newest three), and by which
 
 
 class View(TypedDict):
