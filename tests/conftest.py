@@ -7,6 +7,7 @@ for Hermes) skips with the reason. In CI (CI set) everything is installed, so it
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -18,6 +19,10 @@ from tests.lab import Lab, unavailable_reason
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "lab: needs the real SSH lab (root and /usr/sbin/sshd; see .ci/setup-system)")
+    # A suite started in the background by a non-interactive shell inherits SIGINT ignored, and
+    # so would every command it starts: the Ctrl-C tests would test nothing. Python's own handler
+    # back, so children start with SIGINT as a terminal gives it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def skip_or_fail(reason: str) -> None:

@@ -109,8 +109,11 @@ def server(soul, request):
 
 
 def wait(driver, condition, what: str):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
-    return WebDriverWait(driver, WAIT).until(lambda d: condition(d), message=what)
+    # The page redraws a view by replacing its elements: one read mid-redraw is asked again.
+    return WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: condition(d), message=what)
 
 
 def no_alert(driver) -> None:
