@@ -121,11 +121,11 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
                         turn_of[added["id"]] = turn_of[parent]
                 stats["promoted"] += len(kept["added"])
                 stats["sessions"] += 1
-                texts = {i: n.content for i, n in graph.nodes.items()}
                 for change in kept["updated"]:  # every change a later turn made, for a hand check
+                    old, new = graph.nodes.get(change["id"]), graph.nodes.get(change["by"])
                     revisions.append({"conversation": where, "old_turn": turn_of.get(change["id"]),
                                       "new_turn": turn_of.get(change["by"]), "from": change["old"], "to": change["new"],
-                                      "old_text": texts.get(change["id"], ""), "new_text": texts.get(change["by"], "")})
+                                      "old_text": old.content if old else "", "new_text": new.content if new else ""})
             stats["memories"] += len(service.soul.graph().nodes)
             stats["souls"] += 1
             # The vectors embedded before the first question, so its latency is a recall's alone.

@@ -324,21 +324,18 @@ class MemoryService:
         tags = entities.query_tags(graph, query, scope)
         if tags:
             found = entities.boost(graph, found, tags, scope=scope, exclude=exclude, extra=0)
-        hits = [h for h in found
-                if h.node.id not in skip and h.node.privacy == "normal" and h.node.source != "hermes:session"
-                and not record.flagged(h.node.metadata) and _valid_now(h.node, now)]
-        # A turn is not shown beside a memory consolidation drew from it: that memory says it.
+        def shown_here(node: Any) -> bool:  # what prefetch may show of a memory ranking found or named
+            return (node.id not in skip and node.id not in exclude and node.status == ACTIVE
+                    and node.privacy == "normal" and node.source != "hermes:session"
+                    and not record.flagged(node.metadata) and _valid_now(node, now))
+
+        hits = [h for h in found if shown_here(h.node)]
         shown = {h.node.id for h in hits}
-        hits = [h for h in hits if not (h.node.kind == "episodic_event"
-                                        and any(graph.nodes[c].source == consolidation.SOURCE
-                                                for c in shown.intersection(graph.children.get(h.node.id, ()))))]
+        hits = [h for h in hits if not (h.node.kind == "episodic_event" and _drawn_into(graph, h.node.id, shown))]
         hits = hits[: int(limit)]
         # A memory a later one changed a value of is shown with the one that changed it: the
         # newer stands right above it, in the place of the last hit if need be.
-        shown_nodes = _with_changers(graph, [h.node for h in hits], int(limit),
-                                     lambda n: (n.id not in exclude and n.id not in skip and n.privacy == "normal"
-                                                and n.status == ACTIVE and not record.flagged(n.metadata)
-                                                and _valid_now(n, now)))
+        shown_nodes = _with_changers(graph, [h.node for h in hits], int(limit), shown_here)
         lines, ids, used = [], [], 0
         # A newer value for what the question asks stands above an older one, and the older
         # one's line names it (memory/updates.py): both are kept, the model sees which is later.
@@ -462,6 +459,12 @@ def _since_updated(graph: SoulGraph, node: Any) -> str:
     return "; since updated: " + ", ".join(parts)
 
 
+def _drawn_into(graph: SoulGraph, node_id: str, shown: Any) -> bool:
+    """A memory consolidation drew from this turn is among `shown`: a turn is not shown beside
+    it (that memory says it)."""
+    return any(graph.nodes[c].source == consolidation.SOURCE for c in set(shown).intersection(graph.children.get(node_id, ())))
+
+
 def _with_changers(graph: SoulGraph, nodes: list[Any], limit: int, visible: Callable[[Any], bool]) -> list[Any]:
     """`nodes`, each one a later memory changed a value of (lifecycle.revise) preceded by the
     newest of those it can see, if not shown already; at most `limit`, the lowest-ranked of
@@ -472,10 +475,7 @@ def _with_changers(graph: SoulGraph, nodes: list[Any], limit: int, visible: Call
         newer = next((graph.nodes[c["by"]] for c in reversed(changes)
                       if isinstance(c, dict) and c.get("by") in graph.nodes and visible(graph.nodes[c["by"]])), None)
         shown = [n.id for n in out]
-        if newer is None or newer.id in shown or node.id not in shown:
-            continue
-        # A turn is not shown beside a memory consolidation drew from it: that memory says it.
-        if any(graph.nodes[c].source == consolidation.SOURCE for c in set(shown).intersection(graph.children.get(newer.id, ()))):
+        if newer is None or newer.id in shown or node.id not in shown or _drawn_into(graph, newer.id, shown):
             continue
         out.insert(shown.index(node.id), newer)
         paired.update((node.id, newer.id))

@@ -205,13 +205,14 @@ def values(text: str) -> list[Value]:
             cue = _CUE_BEFORE.search(sentence[max(0, start - 70):start])
             # A plan or a question holds back the change it says, in its own clause only:
             # "considering the growth of commits, which has now reached 165" is a change.
-            cued = cue is not None and not _NOT_A_CHANGE.search(_clause(sentence, start))
+            clause = _clause(sentence, start)
+            held_back = bool(_NOT_A_CHANGE.search(clause))
+            cued = cue is not None and not held_back
             after_cue = _CUE_AFTER.match(sentence, end, right) if cue is None and kind != "date" else None
             if after_cue is not None:
-                cued = not (_NOT_A_CHANGE.search(_clause(sentence, start)) or _NOT_A_CHANGE.search(after_cue.group()))
+                cued = not (held_back or _NOT_A_CHANGE.search(after_cue.group()))
                 cue = after_cue
-            if cued and sentence.rstrip().endswith("?") and _GERUND.search(cue.group()) \
-                    and _ASKING.search(_clause(sentence, start)):
+            if cued and sentence.rstrip().endswith("?") and _GERUND.search(cue.group()) and _ASKING.search(clause):
                 cued = False  # "what about increasing it to 50%?" asks, it does not tell
             if cued and kind == "date" and not _DATE_CUE.search(cue.group()):
                 cued = False  # "completed … by June 27" dates an event; a date changes when it is moved
@@ -221,7 +222,7 @@ def values(text: str) -> list[Value]:
             was = _was(named_old.group(1), kind) if named_old else ""
             # Aimed at, in its own clause ("trying to reach 100%, and I've reached 65%": the 65%
             # is reached), or named the new target right after ("adjusted to 1,350, my new target").
-            target = bool(_TARGET.search(_clause(sentence, start)) or _NEW_TARGET.search(sentence, end, right))
+            target = bool(_TARGET.search(clause) or _NEW_TARGET.search(sentence, end, right))
             out.append(Value(kind, raw, _norm(raw, kind), unit, frozenset(slot), cued, was, target))
     return out
 
