@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from fleet.build import resolve_sha
+from fleet.roles import Play
 from fleet.connections.ssh import PROBE_TIMEOUT, SILENCE_PROBE
 from tests.fleet_helpers import clone_repo, commit_file, reset_to_bare_hermes, run_update
 from tests.test_fleet_lab import recap_rows
@@ -78,39 +79,38 @@ def test_a_host_that_stops_answering_mid_task_is_unreachable_within_the_bound(fa
     assert (victim.home / ".soulfleet" / "current").readlink().name != sha
 
 
-def freeze_when_switched(lab, host, sha: str, timeout: float = 240) -> dict:
-    """Freeze `host` as soon as its `current` names `sha` (the switch is done, the Hermes entry
-    comes next)."""
+def freeze_when_switched(lab, host, monkeypatch) -> dict:
+    """Freeze `host` as soon as the controller has the switch's answer from it (the switch is
+    done, the Hermes entry comes next). Watching `current` on the host instead raced the
+    switch's own reply: a freeze between the rename and the answer is a different case (the
+    controller cannot know the switch happened)."""
     happened: dict = {}
-    current = host.home / ".soulfleet" / "current"
+    run_task = Play.run_task
 
-    def watch():
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if current.readlink().name == sha:
-                    lab.freeze(host)
-                    happened["at"] = time.monotonic()
-                    return
-            except OSError:
-                pass
-            time.sleep(0.02)
+    def run_task_then_freeze(play, role, task):
+        report = run_task(play, role, task)
+        if (play.ctx.host == host.name and role.name == "switch" and task.name.startswith("switch")
+                and report.outcome.changed and "at" not in happened):
+            lab.freeze(host)
+            happened["at"] = time.monotonic()
+        return report
 
-    threading.Thread(target=watch, daemon=True).start()
+    monkeypatch.setattr(Play, "run_task", run_task_then_freeze)
     return happened
 
 
-def test_a_host_lost_right_after_its_switch_is_shown_on_the_new_release_and_repaired_next_run(faults_lab):
+def test_a_host_lost_right_after_its_switch_is_shown_on_the_new_release_and_repaired_next_run(faults_lab, monkeypatch):
     """The recap used to read `h 0 0 0 1 <old sha>` for such a host, while its `current` already
     named the new release and Hermes' entry the old one."""
     lab, inventory, repo, targets = faults_lab
     sha = commit_file(repo, "runtime/soulgraph/_fault_marker.py", "MARK = 7\n", "a sha whose switch is cut off")
     victim = lab.hosts[0]
-    happened = freeze_when_switched(lab, victim, sha)
+    happened = freeze_when_switched(lab, victim, monkeypatch)
     try:
         code, out = run_update("--yes", "-i", str(inventory), targets, sha, repo=repo)
     finally:
         lab.thaw(victim)
+        monkeypatch.undo()
     assert "at" in happened and code == 4, out
     row = recap_rows(out)[victim.name]
     assert row[4] == sha[:12] and int(row[1]) >= 2, out  # the new sha, and the tasks it did counted
