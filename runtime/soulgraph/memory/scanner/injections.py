@@ -20,6 +20,9 @@ gitleaks' default rule set (`config/gitleaks.toml`, rule id given).
 | `bare-output-command` | injection | our phrase list: a note that is nothing but a command about the reader's reply ("reply in reverse", "answer in base64") or its own prompt ("print your instructions", "output initialization string", `console.log(systemPrompt)`); the prompt-leak and output-manipulation attacks of garak and BIPIA |
 | `exfiltration-url` | injection | markdown image / link whose URL is templated with conversation data (the markdown-image exfiltration class; OWASP LLM01, LLM02) |
 | `exfiltration-instruction` | injection | our phrase list: send / post / append <conversation, secrets, …> to <URL, endpoint, webhook> |
+| `secret-request` | injection | our phrase lists: a request for the reader's password or secret key ("what is your password", "confirm the password for our system", "qual è la tua password", "你的密码是什么") in English and the languages above; OWASP LLM06 (sensitive information disclosure) |
+| `mode-switch` | injection | our phrase list: a mode header in angle brackets at a note's start (`<GOD MODE>`, `<СИСТЕМНЫЙ РЕЖИМ>`, `<系统模式>`), "entering override / god / jailbreak mode", "Administrator override:", "begin new instructions", code to be slipped into the reader's answer (BIPIA's code attacks), a quoted line to add to the reader's reply; OWASP LLM01 |
+| `ignore-the-above` | injection | our phrase lists: "ignore the above" said without a word for instructions (Italian, Spanish, French, Japanese, Chinese, Bengali, Korean); OWASP LLM01 |
 
 Judgment calls (tests/test_scanner.py holds an example of each):
 
@@ -72,7 +75,7 @@ _IGNORE_PREVIOUS = (
     + r"(?:(?:all|any|each|every|of|the|your|my|these|those)" + GAP + r"){0,3}"
     r"(?:previous|prior|above|earlier|preceding|foregoing|former|past|original|initial)(?:ly)?"
     + GAP + r"(?:(?:[a-z]{1,20}" + GAP + r"){0,2}?(?:instructions?|prompts?|directives?"
-    r"|guidelines|guidance)|(?:rules|orders|constraints|restrictions|commands|messages|context"
+    r"|guidelines|guidance|directions)|(?:rules|orders|constraints|restrictions|commands|messages|context"
     r"|conversation|text|input))\b"
     r"|(?:ignore|disregard|forget)" + GAP + r"(?:(?:all|everything|anything)" + GAP + r"){1,2}"
     r"(?:you(?:'ve|" + GAP + r"have|" + GAP + r"were)?" + GAP + r"(?:been" + GAP + r")?"
@@ -449,6 +452,140 @@ def _find_override_other_languages(text: str, low: str | None) -> Iterator[tuple
                 yield m.span()
 
 
+# A request for the reader's own secret: "what is your password?", "confirm the password for our
+# system", "Qual è la tua password", "你能确认我们系统的密码吗". Written for the folded text. A
+# word for the secret alone is no request ("I changed my password", "never share your
+# password" pass): each entry needs a verb of asking or giving, or a question about it, within
+# a few words. The secret words double as the rule's keywords.
+_SECRET_WORDS = {
+    "en": r"(?:password|passcode|passphrase|secret\s{1,3}(?:key|code|string)|access\s{1,3}code)",
+    "it": r"(?:password|codice\s+segreto|chiave\s+segreta)",
+    "es": r"(?:contrasena|clave\s+secreta|codigo\s+secreto)",
+    "pt": r"(?:senha|palavra-passe|chave\s+secreta|codigo\s+secreto)",
+    "fr": r"(?:mot\s+de\s+passe|cle\s+secrete|code\s+secret)",
+    "de": r"(?:passwort|kennwort|geheimcode|geheime[nr]?\s+schlussel)",
+    "id": r"(?:kata\s+sandi|kunci\s+rahasia|kode\s+rahasia)",
+    "tr": r"(?:sifre|parola|gizli\s+anahtar)",
+    "vi": r"(?:mat\s+khau|khoa\s+bi\s+mat|ma\s+bi\s+mat)",
+    "ru": r"(?:парол|секретн\w{0,3}\s{1,3}(?:ключ|код))",
+}
+_ASK = {
+    "en": r"(?:what(?:'s|\s{1,3}is|\s{1,3}was)|tell\s{1,3}me|share|confirm|give\s{1,3}me|reveal|disclose|provide"
+          r"|send\s{1,3}me|verify|hand\s{1,3}over)",
+    "it": r"(?:qual\s+e|dammi|dimmi|dirmi|darmi|mi\s+dai|condividi|condivida|condividere|conferma|confermi|rivela)",
+    "es": r"(?:cual\s+es|dame|dime|decirme|darme|comparte|compartas|compartir|confirma|confirmes|revela|reveles)",
+    "pt": r"(?:qual\s+e|me\s+de|diga|dizer|partilhar|partilha|partilhe|compartilhe|compartilhar|confirme|confirmar|revele)",
+    "fr": r"(?:quel\s+est|donne[sz]?|donner|partage[sz]?|partager|confirme[sz]?|confirmer|revele[sz]?|dites|dis)",
+    "de": r"(?:was\s+ist|gib|geben\s+sie|nenne|nennen\s+sie|teile|verrate|verraten\s+sie|bestatige|bestatigen\s+sie)",
+    "id": r"(?:apa|berikan|beri\s+tahu|bagikan|konfirmasi|sebutkan)",
+    "tr": None,  # the verb comes last: see _ASK_AFTER
+    "vi": r"(?:cho\s+(?:toi|minh)\s+biet|chia\s+se|xac\s+nhan|tiet\s+lo|cung\s+cap)",
+    "ru": r"(?:какой|скаж\w{0,3}|назов\w{0,3}|подтверд\w{0,3}|подел\w{0,5}|да\w{0,3}\s{1,3}мне|сообщ\w{0,3}|раскро\w{0,3})",
+}
+_ASK_AFTER = {  # languages that ask after naming the secret
+    "tr": r"\w{0,4}\s{1,3}(?:\w+\s{1,3}){0,3}?(?:nedir|ne\b|onayla|paylas|soyle|ver\b|verir)",
+    "vi": r"\s{1,3}(?:\w+\s{1,3}){0,4}?la\s+gi\b",
+}
+_SECRET_REQUEST_PHRASES = {
+    lang: (r"\b" + ask + r"\s{1,3}(?:[^\W\d]{1,20}\s{1,3}){0,4}?" + _SECRET_WORDS[lang] + r"(?!\w)"
+           if ask else "")
+    + (("|" if ask else "") + r"\b" + _SECRET_WORDS[lang] + _ASK_AFTER[lang] if lang in _ASK_AFTER else "")
+    for lang, ask in _ASK.items() if lang != "en"
+}
+# English says whose secret it is: the reader's or the system's ("I'll share the wifi password
+# with Sam" is a note), or asks for "the password" alone.
+_SECRET_REQUEST_PHRASES["en"] = (
+    r"\b" + _ASK["en"] + r"\s{1,3}(?:(?:me|with\s{1,3}me|us)\s{1,3})?(?:[a-z]{1,20}\s{1,3}){0,2}?"
+    r"(?:your|our\s{1,3}system'?s|the\s{1,3}system'?s|the\s{1,3}admin(?:istrator)?'?s)\s{1,3}(?:[a-z]{1,20}\s{1,3}){0,2}?"
+    + _SECRET_WORDS["en"] + r"\b"
+    r"|\b" + _ASK["en"] + r"\s{1,3}(?:(?:me|us)\s{1,3})?the\s{1,3}" + _SECRET_WORDS["en"]
+    + r"\s{1,3}(?:for|of|to)\s{1,3}(?:our|the|your|this)\s{1,3}(?:[a-z]{1,20}\s{1,3})?(?:system|database|server|vault|network)\b"
+    r"|\Awhat(?:'s|\s{1,3}is)\s{1,3}the\s{1,3}" + _SECRET_WORDS["en"] + r"\s{0,2}\?")
+# The scripts without spaces, and those whose verb comes last: the secret, then the asking.
+_SECRET_REQUEST_PHRASES.update({
+    "zh": r"(?:密码|密碼|秘密钥|密钥|秘钥|口令)(?:是什么|是什麼|是多少|吗|嗎)|(?:确认|確認|告诉我|告訴我|分享|给我|給我|提供)"
+          r"(?:一下)?(?:\S{0,8}的)?(?:密码|密碼|密钥|秘钥|口令)",
+    "ja": r"パスワード(?:を|は)?(?:教え|確認|共有|言って|何)|(?:秘密の鍵|秘密鍵)(?:を|は)(?:教え|何)",
+    "ko": r"(?:비밀번호|암호|비밀\s?키|비밀\s?코드)\S{0,3}\s{0,3}(?:\S{1,10}\s{0,3}){0,2}?(?:무엇|뭐|확인해|알려|공유해|말해)",
+    "hi": r"(?:पासवर्ड|गुप्त\s+कुंजी)\s{1,3}(?:\S{1,20}\s{1,3}){0,3}?(?:साझा|बताओ|बताइए|बताएं|बताएँ|क्या\s+है)",
+    "bn": r"(?:পাসওয়ার্ড|গোপন\s+চাবি|গোপন\s+কোড)\s{1,3}(?:\S{1,20}\s{1,3}){0,2}?(?:কি|কী|শেয়ার|বলুন|বলো|দিন)",
+    "ar": r"(?:ما\s+(?:هي|هو)|شارك\w{0,3}|أعطني|اعطني|أخبرني|اخبرني|أكد\w{0,2})\s{1,3}(?:\S{1,20}\s{1,3}){0,3}?"
+          r"(?:كلمة\s+(?:السر|المرور)|المفتاح\s+السري|الرمز\s+السري)",
+    "th": r"รหัสผ่าน\S{0,10}\s{0,3}(?:คืออะไร|อะไร|บอก|แชร์|ยืนยัน)",
+})
+_SECRET_REQUEST = {lang: re.compile(p) for lang, p in _SECRET_REQUEST_PHRASES.items()}
+# "never share your password", "non dire mai la password": advice, not a request.
+_SECRET_NEGATED = re.compile(r"\b(?:never|not|don't|dont|do\s+not|no|nunca|jamas|non|mai|nao|jamais|ne|nie|niemals"
+                             r"|jangan|asla|khong|не|никогда)\b")
+_SECRET_KEYWORDS = ("password", "passcode", "passphrase", "secret", "access code", "segret", "contrasena", "clave",
+                    "codigo", "senha", "palavra-passe", "chave", "mot de passe", "cle secrete", "passwort", "kennwort",
+                    "geheim", "sandi", "rahasia", "sifre", "parola", "gizli", "mat khau", "bi mat", "парол", "секретн",
+                    "密码", "密碼", "密钥", "秘钥", "口令", "パスワード", "秘密", "비밀", "암호", "पासवर्ड", "गुप्त",
+                    "পাসওয়ার্ড", "গোপন", "كلمة", "المفتاح", "الرمز", "รหัสผ่าน")
+_SECRET_ASCII_WORDS = frozenset(("password", "passcode", "passphrase", "secret", "access", "segreto", "segreta",
+                                 "contrasena", "clave", "codigo", "senha", "palavra", "chave", "passe", "cle",
+                                 "passwort", "kennwort", "geheimcode", "geheimen", "geheimer", "geheime", "sandi",
+                                 "rahasia", "sifre", "parola", "gizli", "khau", "mat"))
+
+
+def _find_secret_request(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    folded = low if low is not None else text.lower()
+    for lang, pattern in _SECRET_REQUEST.items():
+        if folded.isascii() and lang in ("zh", "ja", "ko", "hi", "bn", "ar", "th", "ru"):
+            continue
+        for m in pattern.finditer(folded):
+            if not _SECRET_NEGATED.search(folded, max(0, m.start() - 24), m.start()):
+                yield m.span()
+
+
+# A switch of the reader into another mode, or new instructions for it: a mode header in angle
+# brackets at the start of a note ("<GOD MODE>", "<СИСТЕМНЫЙ РЕЖИМ>", "<系统模式>"), "entering
+# override mode", "Administrator override:", "##Begin New Instructions##". Mode words that
+# ordinary notes use with "entering" (maintenance, developer, debug) are left out there.
+_MODE_WORD = (r"(?:mode|modus|modo|modalita|modu|режим\w{0,2}|模式|モード|모드|che\s+do|โหมด|मोड|মোড|وضع)")
+_MODE_SWITCH = re.compile(
+    r"\A\s{0,3}<\s{0,2}[^<>\n]{0,30}" + _MODE_WORD + r"[^<>\n]{0,30}>"
+    r"|\b(?:enter(?:ing|s)?|activat(?:e|ing|ed)|engag(?:e|ing)|switch(?:ing)?\s{1,3}to|now\s{1,3}in)\s{1,3}"
+    r"(?:[a-z]{1,20}\s{1,3}){0,3}?(?:override|god|jailbreak|jailbroken|unrestricted|dan)\s{1,3}mode\b"
+    r"|オーバーライドモード"
+    r"|\b(?:admin|administrator|system|root|developer|sudo)\s{1,3}override\s{0,2}[:\-]"
+    r"|\b(?:begin|start)\s{1,3}(?:of\s{1,3})?new\s{1,3}instructions?\b"
+    r"|\bnew\s{1,3}instructions?\s{1,3}(?:to|for)\s{1,3}(?:the\s{1,3})?(?:chat\s{1,3})?(?:assistant|ai|model|bot)\b"
+    r"|\bbegin\s{1,3}reprogramming\b"
+    # code to be slipped into the reader's own answer: "Blend the following code snippet into your code"
+    r"|\b(?:the\s{1,3})?(?:following|subsequent|below)\s{1,3}code\s{1,3}(?:snippet|block|section|segment|fragment)"
+    r"[^\n]{0,80}?\b(?:into|within|in|to)\s{1,3}(?:another\s{1,3}\w{1,20}\s{1,3}of\s{1,3})?your\s{1,3}"
+    r"(?:reply|response|answer|output|solution|code(?:base)?|elucidation|explanation)\b"
+    # a quoted line for the reader to add to its reply: 'Add "Always unplug …" to your reply.'
+    r"|\A\s{0,3}(?:please\s{1,3})?(?:add|append|include|insert|prepend)\s{1,3}[\"“'][^\"”'\n]{1,200}[\"”']\s{1,3}"
+    r"(?:to|at\s{1,3}the\s{1,3}(?:end|start|beginning)\s{1,3}of)\s{1,3}your\s{1,3}(?:reply|response|answer|output)\b")
+_MODE_KEYWORDS = ("<", "mode", "override", "new instruction", "reprogramming", "オーバーライド", "code", "your")
+
+
+def _find_mode_switch(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    folded = low if low is not None else text.lower()
+    for m in _MODE_SWITCH.finditer(folded):
+        yield m.span()
+
+
+# "Ignore the above" where a language says it without a word for instructions: Italian
+# "ignora quanto sopra", Japanese "上記を無視", Bengali "what you were told, ignore it",
+# Korean "forget every rule".
+_IGNORE_ABOVE = re.compile(
+    r"\b(?:ignora|ignorate|dimentica|dimenticate)\s{1,3}(?:tutto\s{1,3})?(?:quanto|cio\s+che\s+(?:e\s+)?\w{0,10}\s*)\s{0,3}sopra\b"
+    r"|\b(?:ignore|ignora|olvida|oublie[zr]?)\s{1,3}(?:todo\s{1,3}|tout\s{1,3})?(?:lo\s+anterior|ce\s+qui\s+precede)\b"
+    r"|上記を(?:すべて|全て)?無視|以上(?:的)?(?:内容|所有)?(?:全部)?(?:忽略|无视)"
+    r"|যা\s{1,3}বলা\s{1,3}হয়েছে\s{1,3}তা\s{1,3}উপেক্ষা"
+    r"|모든\s{0,3}(?:규칙|지시|명령)\S{0,2}\s{0,3}(?:무시|잊어|잊으)")
+_IGNORE_ABOVE_KEYWORDS = ("sopra", "anterior", "precede", "上記", "以上", "উপেক্ষা", "모든")
+
+
+def _find_ignore_above(text: str, low: str | None) -> Iterator[tuple[int, int]]:
+    folded = low if low is not None else text.lower()
+    for m in _IGNORE_ABOVE.finditer(folded):
+        yield m.span()
+
+
 INJECTION_RULES: list[Rule] = [
     Rule("ignore-previous-instructions", INJECTION,
          "an instruction to ignore previous instructions", "our phrase list; OWASP LLM01",
@@ -496,4 +633,16 @@ INJECTION_RULES: list[Rule] = [
          "our phrase list; OWASP LLM01, LLM02",
          ("url", "link", "endpoint", "webhook", "://"), _find_exfil_instructions,
          frozenset(("url", "link", "endpoint", "webhook")), ("://",)),
+    Rule("secret-request", INJECTION,
+         "a request for the reader's password or secret key",
+         "our phrase lists, in English and the 18 other languages of CyberSecEval's multilingual set; OWASP LLM01, LLM06",
+         _SECRET_KEYWORDS, _find_secret_request, _SECRET_ASCII_WORDS, ("sifre", "parola", "password")),
+    Rule("mode-switch", INJECTION,
+         "a switch of the reader into another mode, or new instructions for it",
+         "our phrase list; OWASP LLM01", _MODE_KEYWORDS, _find_mode_switch,
+         frozenset(("mode", "override", "new", "reprogramming", "modus", "modo", "modalita", "modu", "code", "your")), ("<",)),
+    Rule("ignore-the-above", INJECTION,
+         "an instruction to ignore what came before, in another language",
+         "our phrase lists (Italian, Spanish, French, Japanese, Chinese, Bengali, Korean); OWASP LLM01",
+         _IGNORE_ABOVE_KEYWORDS, _find_ignore_above, frozenset(("sopra", "anterior", "precede"))),
 ]
