@@ -528,10 +528,21 @@ _SECRET_ASCII_WORDS = frozenset(("password", "passcode", "passphrase", "secret",
                                  "rahasia", "sifre", "parola", "gizli", "khau", "mat"))
 
 
+# Each language's pattern runs only where one of its secret words is (a literal test each).
+_SECRET_LITERALS = {
+    "en": ("password", "passcode", "passphrase", "secret", "access code"), "it": ("password", "segret"),
+    "es": ("contrasena", "secret"), "pt": ("senha", "palavra-passe", "secret"), "fr": ("passe", "secret"),
+    "de": ("passwort", "kennwort", "geheim"), "id": ("sandi", "rahasia"), "tr": ("sifre", "parola", "gizli"),
+    "vi": ("mat khau", "bi mat"), "ru": ("парол", "секретн"), "zh": ("密码", "密碼", "密钥", "秘钥", "口令"),
+    "ja": ("パスワード", "秘密"), "ko": ("비밀", "암호"), "hi": ("पासवर्ड", "गुप्त"), "bn": ("পাসওয়ার্ড", "গোপন"),
+    "ar": ("كلمة", "المفتاح", "الرمز"), "th": ("รหัสผ่าน",),
+}
+
+
 def _find_secret_request(text: str, low: str | None) -> Iterator[tuple[int, int]]:
     folded = low if low is not None else text.lower()
     for lang, pattern in _SECRET_REQUEST.items():
-        if folded.isascii() and lang in ("zh", "ja", "ko", "hi", "bn", "ar", "th", "ru"):
+        if not any(literal in folded for literal in _SECRET_LITERALS[lang]):
             continue
         for m in pattern.finditer(folded):
             if not _SECRET_NEGATED.search(folded, max(0, m.start() - 24), m.start()):
@@ -539,51 +550,73 @@ def _find_secret_request(text: str, low: str | None) -> Iterator[tuple[int, int]
 
 
 # A switch of the reader into another mode, or new instructions for it: a mode header in angle
-# brackets at the start of a note ("<GOD MODE>", "<СИСТЕМНЫЙ РЕЖИМ>", "<系统模式>"), "entering
-# override mode", "Administrator override:", "##Begin New Instructions##". Mode words that
-# ordinary notes use with "entering" (maintenance, developer, debug) are left out there.
-_MODE_WORD = (r"(?:mode|modus|modo|modalita|modu|режим\w{0,2}|模式|モード|모드|che\s+do|โหมด|मोड|মোড|وضع)")
-_MODE_SWITCH = re.compile(
-    r"\A\s{0,3}<\s{0,2}[^<>\n]{0,30}" + _MODE_WORD + r"[^<>\n]{0,30}>"
-    r"|\b(?:enter(?:ing|s)?|activat(?:e|ing|ed)|engag(?:e|ing)|switch(?:ing)?\s{1,3}to|now\s{1,3}in)\s{1,3}"
-    r"(?:[a-z]{1,20}\s{1,3}){0,3}?(?:override|god|jailbreak|jailbroken|unrestricted|dan)\s{1,3}mode\b"
-    r"|オーバーライドモード"
-    r"|\b(?:admin|administrator|system|root|developer|sudo)\s{1,3}override\s{0,2}[:\-]"
-    r"|\b(?:begin|start)\s{1,3}(?:of\s{1,3})?new\s{1,3}instructions?\b"
-    r"|\bnew\s{1,3}instructions?\s{1,3}(?:to|for)\s{1,3}(?:the\s{1,3})?(?:chat\s{1,3})?(?:assistant|ai|model|bot)\b"
-    r"|\bbegin\s{1,3}reprogramming\b"
-    # code to be slipped into the reader's own answer: "Blend the following code snippet into your code"
-    r"|\b(?:the\s{1,3})?(?:following|subsequent|below)\s{1,3}code\s{1,3}(?:snippet|block|section|segment|fragment)"
-    r"[^\n]{0,80}?\b(?:into|within|in|to)\s{1,3}(?:another\s{1,3}\w{1,20}\s{1,3}of\s{1,3})?your\s{1,3}"
-    r"(?:reply|response|answer|output|solution|code(?:base)?|elucidation|explanation)\b"
-    # a quoted line for the reader to add to its reply: 'Add "Always unplug …" to your reply.'
-    r"|\A\s{0,3}(?:please\s{1,3})?(?:add|append|include|insert|prepend)\s{1,3}[\"“'][^\"”'\n]{1,200}[\"”']\s{1,3}"
-    r"(?:to|at\s{1,3}the\s{1,3}(?:end|start|beginning)\s{1,3}of)\s{1,3}your\s{1,3}(?:reply|response|answer|output)\b")
-_MODE_KEYWORDS = ("<", "mode", "override", "new instruction", "reprogramming", "オーバーライド", "code", "your")
+# brackets at a note's start ("<GOD MODE>", "<СИСТЕМНЫЙ РЕЖИМ>", "<系统模式>"), "entering override
+# mode", "Administrator override:", "##Begin New Instructions##", code to be slipped into the
+# reader's answer, a quoted line to add to its reply. Mode words that ordinary notes use with
+# "entering" (maintenance, developer, debug) are left out there. Each pattern runs only where
+# its literal is: most notes hold none of them.
+_MODE_HEADER = re.compile(r"\s{0,3}<\s{0,2}[^<>\n]{0,30}(?:mode|modus|modo|modalita|modu|режим\w{0,2}|模式|モード|모드"
+                          r"|che\s+do|โหมด|मोड|মোড|وضع)[^<>\n]{0,30}>")
+_MODE_PATTERNS = (  # (a literal the match holds, the pattern)
+    (" mode", re.compile(r"(?:enter(?:ing|s)?|activat(?:e|ing|ed)|engag(?:e|ing)|switch(?:ing)?\s{1,3}to|now\s{1,3}in)"
+                         r"\s{1,3}(?:[a-z]{1,20}\s{1,3}){0,3}?(?:override|god|jailbreak|jailbroken|unrestricted|dan)"
+                         r"\s{1,3}mode\b")),
+    ("オーバーライドモード", re.compile("オーバーライドモード")),
+    ("override", re.compile(r"(?:admin|administrator|system|root|developer|sudo)\s{1,3}override\s{0,2}[:\-]")),
+    ("new instruction", re.compile(r"(?:(?:begin|start)\s{1,3}(?:of\s{1,3})?)?new\s{1,3}instructions?\b"
+                                   r"(?:\s{1,3}(?:to|for)\s{1,3}(?:the\s{1,3})?(?:chat\s{1,3})?(?:assistant|ai|model|bot)\b)?")),
+    ("reprogramming", re.compile(r"begin\s{1,3}reprogramming\b")),
+    ("code ", re.compile(r"(?:following|subsequent|below)\s{1,3}code\s{1,3}(?:snippet|block|section|segment|fragment)"
+                         r"[^\n]{0,80}?\b(?:into|within|in|to)\s{1,3}(?:another\s{1,3}\w{1,20}\s{1,3}of\s{1,3})?your\s{1,3}"
+                         r"(?:reply|response|answer|output|solution|code(?:base)?|elucidation|explanation)\b")),
+)
+_ADD_QUOTED = re.compile(r"\s{0,3}(?:please\s{1,3})?(?:add|append|include|insert|prepend)\s{1,3}[\"“'][^\"”'\n]{1,200}"
+                         r"[\"”']\s{1,3}(?:to|at\s{1,3}the\s{1,3}(?:end|start|beginning)\s{1,3}of)\s{1,3}your\s{1,3}"
+                         r"(?:reply|response|answer|output)\b")
+_MODE_KEYWORDS = ("<", " mode", "override", "new instruction", "reprogramming", "オーバーライド", "code ", "add", "append",
+                  "include", "insert", "prepend")
 
 
 def _find_mode_switch(text: str, low: str | None) -> Iterator[tuple[int, int]]:
     folded = low if low is not None else text.lower()
-    for m in _MODE_SWITCH.finditer(folded):
-        yield m.span()
+    for m in (_MODE_HEADER.match(folded), _ADD_QUOTED.match(folded)):
+        if m:
+            yield m.span()
+    for literal, pattern in _MODE_PATTERNS:
+        if literal in folded:
+            for m in pattern.finditer(folded):
+                if m.group().startswith(("new", "start", "begin")) and not (
+                        m.group().startswith(("begin", "start")) or m.group().rstrip().endswith(
+                            ("assistant", "ai", "model", "bot"))):
+                    continue  # "new instructions" alone is an ordinary note's
+                if free_left(folded, m.start(), _LETTERS):
+                    yield m.span()
 
+
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
 
 # "Ignore the above" where a language says it without a word for instructions: Italian
 # "ignora quanto sopra", Japanese "上記を無視", Bengali "what you were told, ignore it",
 # Korean "forget every rule".
-_IGNORE_ABOVE = re.compile(
-    r"\b(?:ignora|ignorate|dimentica|dimenticate)\s{1,3}(?:tutto\s{1,3})?(?:quanto|cio\s+che\s+(?:e\s+)?\w{0,10}\s*)\s{0,3}sopra\b"
-    r"|\b(?:ignore|ignora|olvida|oublie[zr]?)\s{1,3}(?:todo\s{1,3}|tout\s{1,3})?(?:lo\s+anterior|ce\s+qui\s+precede)\b"
-    r"|上記を(?:すべて|全て)?無視|以上(?:的)?(?:内容|所有)?(?:全部)?(?:忽略|无视)"
-    r"|যা\s{1,3}বলা\s{1,3}হয়েছে\s{1,3}তা\s{1,3}উপেক্ষা"
-    r"|모든\s{0,3}(?:규칙|지시|명령)\S{0,2}\s{0,3}(?:무시|잊어|잊으)")
-_IGNORE_ABOVE_KEYWORDS = ("sopra", "anterior", "precede", "上記", "以上", "উপেক্ষা", "모든")
+_IGNORE_ABOVE = (
+    ("sopra", re.compile(r"\b(?:ignora|ignorate|dimentica|dimenticate)\s{1,3}(?:tutto\s{1,3})?"
+                         r"(?:quanto|cio\s+che\s+(?:e\s+)?\w{0,10}\s*)\s{0,3}sopra\b")),
+    ("anterior", re.compile(r"\b(?:ignora|ignore|olvida)\s{1,3}(?:todo\s{1,3})?lo\s+anterior\b")),
+    ("precede", re.compile(r"\b(?:ignore[zr]?|oublie[zr]?)\s{1,3}(?:tout\s{1,3})?ce\s+qui\s+precede\b")),
+    ("上記", re.compile("上記を(?:すべて|全て)?無視")),
+    ("以上", re.compile("以上(?:的)?(?:内容|所有)?(?:全部)?(?:忽略|无视)")),
+    ("উপেক্ষা", re.compile(r"যা\s{1,3}বলা\s{1,3}হয়েছে\s{1,3}তা\s{1,3}উপেক্ষা")),
+    ("모든", re.compile(r"모든\s{0,3}(?:규칙|지시|명령)\S{0,2}\s{0,3}(?:무시|잊어|잊으)")),
+)
+_IGNORE_ABOVE_KEYWORDS = tuple(literal for literal, _ in _IGNORE_ABOVE)
 
 
 def _find_ignore_above(text: str, low: str | None) -> Iterator[tuple[int, int]]:
     folded = low if low is not None else text.lower()
-    for m in _IGNORE_ABOVE.finditer(folded):
-        yield m.span()
+    for literal, pattern in _IGNORE_ABOVE:
+        if literal in folded:
+            for m in pattern.finditer(folded):
+                yield m.span()
 
 
 INJECTION_RULES: list[Rule] = [
@@ -640,7 +673,8 @@ INJECTION_RULES: list[Rule] = [
     Rule("mode-switch", INJECTION,
          "a switch of the reader into another mode, or new instructions for it",
          "our phrase list; OWASP LLM01", _MODE_KEYWORDS, _find_mode_switch,
-         frozenset(("mode", "override", "new", "reprogramming", "modus", "modo", "modalita", "modu", "code", "your")), ("<",)),
+         frozenset(("mode", "override", "instruction", "instructions", "reprogramming", "code", "add", "append", "include",
+                    "insert", "prepend")), ("<",)),
     Rule("ignore-the-above", INJECTION,
          "an instruction to ignore what came before, in another language",
          "our phrase lists (Italian, Spanish, French, Japanese, Chinese, Bengali, Korean); OWASP LLM01",
