@@ -235,6 +235,7 @@ NEGATIVES = [
     "the server is entering maintenance mode at 2am",
     "turned on dark mode in the editor",
     "Add the deadline to the calendar",
+    "I got new instructions from my manager today about the report",
     "act as a reviewer for PR 42",
     # names and values that are not secrets
     "password=", "password: <your password>", "password=***", "password: ********",

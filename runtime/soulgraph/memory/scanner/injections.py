@@ -563,8 +563,10 @@ _MODE_PATTERNS = (  # (a literal the match holds, the pattern)
                          r"\s{1,3}mode\b")),
     ("オーバーライドモード", re.compile("オーバーライドモード")),
     ("override", re.compile(r"(?:admin|administrator|system|root|developer|sudo)\s{1,3}override\s{0,2}[:\-]")),
-    ("new instruction", re.compile(r"(?:(?:begin|start)\s{1,3}(?:of\s{1,3})?)?new\s{1,3}instructions?\b"
-                                   r"(?:\s{1,3}(?:to|for)\s{1,3}(?:the\s{1,3})?(?:chat\s{1,3})?(?:assistant|ai|model|bot)\b)?")),
+    ("new instruction", re.compile(r"(?:begin|start)\s{1,3}(?:of\s{1,3})?new\s{1,3}instructions?\b")),
+    # "new instructions" alone is an ordinary note's; addressed to the model it is not
+    ("new instruction", re.compile(r"new\s{1,3}instructions?\s{1,3}(?:to|for)\s{1,3}(?:the\s{1,3})?(?:chat\s{1,3})?"
+                                   r"(?:assistant|ai|model|bot)\b")),
     ("reprogramming", re.compile(r"begin\s{1,3}reprogramming\b")),
     ("code ", re.compile(r"(?:following|subsequent|below)\s{1,3}code\s{1,3}(?:snippet|block|section|segment|fragment)"
                          r"[^\n]{0,80}?\b(?:into|within|in|to)\s{1,3}(?:another\s{1,3}\w{1,20}\s{1,3}of\s{1,3})?your\s{1,3}"
@@ -585,10 +587,6 @@ def _find_mode_switch(text: str, low: str | None) -> Iterator[tuple[int, int]]:
     for literal, pattern in _MODE_PATTERNS:
         if literal in folded:
             for m in pattern.finditer(folded):
-                if m.group().startswith(("new", "start", "begin")) and not (
-                        m.group().startswith(("begin", "start")) or m.group().rstrip().endswith(
-                            ("assistant", "ai", "model", "bot"))):
-                    continue  # "new instructions" alone is an ordinary note's
                 if free_left(folded, m.start(), _LETTERS):
                     yield m.span()
 
