@@ -67,7 +67,7 @@ import re
 import unicodedata
 from typing import Iterator
 
-from soulgraph.memory.scanner.matching import (GAP, INJECTION, LONG_TEXT, SCHEME_TAIL, Lower, Rule, free_left,
+from soulgraph.memory.scanner.matching import (ALNUM, GAP, INJECTION, LONG_TEXT, SCHEME_TAIL, Lower, Rule, free_left,
                                                phrase, pieces, word_start)
 
 _IGNORE_PREVIOUS = (
@@ -517,11 +517,6 @@ _SECRET_REQUEST = {lang: re.compile(p) for lang, p in _SECRET_REQUEST_PHRASES.it
 # "never share your password", "non dire mai la password": advice, not a request.
 _SECRET_NEGATED = re.compile(r"\b(?:never|not|don't|dont|do\s+not|no|nunca|jamas|non|mai|nao|jamais|ne|nie|niemals"
                              r"|jangan|asla|khong|не|никогда)\b")
-_SECRET_KEYWORDS = ("password", "passcode", "passphrase", "secret", "access code", "segret", "contrasena", "clave",
-                    "codigo", "senha", "palavra-passe", "chave", "mot de passe", "cle secrete", "passwort", "kennwort",
-                    "geheim", "sandi", "rahasia", "sifre", "parola", "gizli", "mat khau", "bi mat", "парол", "секретн",
-                    "密码", "密碼", "密钥", "秘钥", "口令", "パスワード", "秘密", "비밀", "암호", "पासवर्ड", "गुप्त",
-                    "পাসওয়ার্ড", "গোপন", "كلمة", "المفتاح", "الرمز", "รหัสผ่าน")
 _SECRET_ASCII_WORDS = frozenset(("password", "passcode", "passphrase", "secret", "access", "segreto", "segreta",
                                  "contrasena", "clave", "codigo", "senha", "palavra", "chave", "passe", "cle",
                                  "passwort", "kennwort", "geheimcode", "geheimen", "geheimer", "geheime", "sandi",
@@ -537,6 +532,7 @@ _SECRET_LITERALS = {
     "ja": ("パスワード", "秘密"), "ko": ("비밀", "암호"), "hi": ("पासवर्ड", "गुप्त"), "bn": ("পাসওয়ার্ড", "গোপন"),
     "ar": ("كلمة", "المفتاح", "الرمز"), "th": ("รหัสผ่าน",),
 }
+_SECRET_KEYWORDS = tuple(dict.fromkeys(literal for literals in _SECRET_LITERALS.values() for literal in literals))
 
 
 def _find_secret_request(text: str, low: str | None) -> Iterator[tuple[int, int]]:
@@ -587,11 +583,9 @@ def _find_mode_switch(text: str, low: str | None) -> Iterator[tuple[int, int]]:
     for literal, pattern in _MODE_PATTERNS:
         if literal in folded:
             for m in pattern.finditer(folded):
-                if free_left(folded, m.start(), _LETTERS):
+                if free_left(folded, m.start(), ALNUM):
                     yield m.span()
 
-
-_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
 
 # "Ignore the above" where a language says it without a word for instructions: Italian
 # "ignora quanto sopra", Japanese "上記を無視", Bengali "what you were told, ignore it",
