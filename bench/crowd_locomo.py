@@ -101,7 +101,7 @@ def _rough_only(self, query, n, skip=None):
     used = len(self.id_of)
     if n <= 0 or not self.row_of or not query.any():
         return np.zeros(0, np.intp), np.zeros(0, np.float32)
-    rough = self.shortlist[:used] @ (query @ self.basis)
+    rough = self.rough_scores(np.arange(used), query @ self.basis)  # every direction, every row
     if skip is not None:
         skip = skip[:used] if len(skip) >= used else np.pad(skip, (0, used - len(skip)))
         rough[skip] = -np.inf

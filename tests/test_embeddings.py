@@ -183,6 +183,51 @@ def test_a_large_index_is_searched_on_its_shortlist_and_a_small_one_exactly(smal
     assert index.shortlist_due()
 
 
+def test_the_leading_directions_pick_first_and_the_others_refine_only_those_picks(small_shortlist, monkeypatch):
+    """The shortlist's coordinates in two parts: the leading directions (float32, read for every
+    row) and the others (as compact as the rows, read for the lead's picks only). Together they
+    are the coordinates on every direction; a search through both steps finds what one pass over
+    all the coordinates finds; a row written or removed later is in both parts."""
+    monkeypatch.setattr(embeddings, "LEAD_FROM", 800)
+    monkeypatch.setattr(embeddings, "SHORTLIST_LEAD", 6)
+    monkeypatch.setattr(embeddings, "LEAD_FACTOR", 6)
+    rows = _sentence_like_rows(900, 48, seed=11)
+    index = _put(VectorIndex(48), rows[:700])
+    index.fit_shortlist()  # below LEAD_FROM: every coordinate read for every row, float32
+    assert index.shortlist.shape[1] == 16 and index.refine.shape[1] == 0
+    index = _put(VectorIndex(48), rows)
+    index.fit_shortlist()
+    assert index.shortlist.shape == (index.matrix.shape[0], 6) and index.shortlist.dtype == np.float32
+    assert index.refine.shape == (index.matrix.shape[0], 10) and index.refine.dtype == np.float16
+    widened = index.matrix[:900].astype(np.float32)
+    coordinates = widened @ index.basis
+    assert np.allclose(index.shortlist[:900], coordinates[:, :6], atol=1e-5)
+    assert np.allclose(index.refine[:900].astype(np.float32), coordinates[:, 6:], atol=2e-3)  # float16
+    query = rows[42]
+    projected = query @ index.basis
+    some = np.array([3, 42, 500, 899])
+    assert np.allclose(index.rough_scores(some, projected),
+                       index.shortlist[some] @ projected[:6] + index.refine[some].astype(np.float32) @ projected[6:],
+                       atol=1e-5)
+    # One pass over all 16 coordinates of every row, then the full rows, against the two steps.
+    def one_pass(query, n):
+        rough = index.shortlist[:900] @ (query @ index.basis)[:6] + index.refine[:900].astype(np.float32) @ (query @ index.basis)[6:]
+        picks = np.sort(np.argsort(-rough, kind="stable")[: embeddings.SHORTLIST_FACTOR * n])
+        return {f"m{row:04d}" for row in picks[np.argsort(-(widened[picks] @ query), kind="stable")[:n]]}
+    rng = np.random.default_rng(4)
+    agree = []
+    for query in rows[rng.integers(0, 900, 40)] + 0.2 * rng.standard_normal((40, 48)).astype(np.float32):
+        query = (query / np.linalg.norm(query)).astype(np.float32)
+        agree.append(len({i for i, _ in index.nearest(query, 20)} & one_pass(query, 20)) / 20)
+    assert np.mean(agree) >= 0.95
+    index.put("late", -rows[0])
+    row = index.row_of["late"]
+    assert np.allclose(index.shortlist[row], (-widened[0] @ index.basis)[:6], atol=1e-3) and index.refine[row].any()
+    assert index.nearest(-rows[0], 1)[0][0] == "late"
+    index.remove("late")
+    assert not index.shortlist[row].any() and not index.refine[row].any()
+
+
 def test_skipped_rows_are_never_returned_and_an_exact_search_ranks_the_rest_as_before(small_shortlist):
     """Other users' rows left out of the search itself (`skip`): below the shortlist the answer
     is the unskipped ranking with those rows taken out; on the shortlist, n rows, none skipped;
@@ -749,6 +794,28 @@ def test_the_store_word_counts_come_back_from_the_file(tmp_path):
     assert path.stat().st_mtime_ns == written  # nothing changed: the file is not written again
     assert again.index.total_tokens == first.index.total_tokens > 0
     assert (again.index.token_counts == first.index.token_counts).all()
+
+
+def test_token_ids_take_two_bytes_and_a_file_with_four_byte_ids_still_loads(tmp_path):
+    """The shipped vocabulary fits two bytes an id, in memory and in the file; a file an older
+    runtime wrote with four-byte ids is read as it is and gives the same counts."""
+    path = vectors_path(tmp_path / "soul.json")
+    graph = _graph_with(["Melanie: I go hiking", "Melanie: we painted a sunset", "Caroline: a puppy!"])
+    first = VectorStore(path, background=False)
+    assert first.ready(graph)
+    first.save()
+    assert first.index.token_ids.dtype == np.uint16
+    with np.load(path) as data:
+        assert data["tokens"].dtype == np.uint16
+        arrays = {name: data[name] for name in data.files}
+    arrays["tokens"] = arrays["tokens"].astype(np.int32)  # as an older runtime wrote them
+    np.savez(path.with_suffix(".old.npz"), **arrays)
+    path.with_suffix(".old.npz").replace(path)
+    again = VectorStore(path, background=False, model_loader=lambda: MODEL)
+    assert again.ready(graph) and again.loaded_from == "file"
+    assert again.index.token_ids.dtype == np.uint16
+    assert (again.index.token_counts == first.index.token_counts).all() and again.index.total_tokens > 0
+    assert embeddings.token_type(70_000) == np.int32  # a vocabulary past two bytes keeps four
 
 
 def test_the_runtime_pins_blas_to_one_thread_unless_the_operator_said_otherwise():

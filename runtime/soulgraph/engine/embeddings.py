@@ -10,13 +10,17 @@ is False and search is lexical.
 `VectorIndex` holds the vectors of a graph's nodes as rows of one matrix: float32 in a small
 index, float16 from `SHORTLIST_FROM` rows on (what the file keeps, so a row in memory is the
 row a reload gives; each row read for a search is widened to float32 first). A search in a
-small index is one matrix-vector product. From `SHORTLIST_FROM` rows on it goes in two steps:
-the rows' coordinates on the store's own `SHORTLIST_DIMENSIONS` principal directions (the
-`shortlist`, a third of a row, holding nearly all of what the rows' dot products hold) pick
-`SHORTLIST_FACTOR` times the rows asked for, and those are scored on their full rows. Reading
-every full row, 1.5 kB each, was what a search cost at that size; docs/embeddings.md measures
-what the shortlist misses. From `CELLS_FROM` rows on (off unless set: it did not pay, see there),
-the fit also splits the rows into about sqrt(rows) cells (k-means on the shortlist coordinates),
+small index is one matrix-vector product. From `SHORTLIST_FROM` rows on it goes in steps, on
+the rows' coordinates on the store's own `SHORTLIST_DIMENSIONS` principal directions (a third of
+a row, holding nearly all of what the rows' dot products hold): those coordinates (the
+`shortlist`, float32) pick `SHORTLIST_FACTOR` times the rows asked for, and those are scored on
+their full rows (reading every full row, 1.5 kB each, was what a search cost at that size).
+From `LEAD_FROM` rows on, reading all 128 coordinates of every row is most of a search, so the
+shortlist holds only the leading `SHORTLIST_LEAD`, which pick `LEAD_FACTOR` times the rows asked
+for; the other coordinates (`refine`, as compact as the rows) are read for those picks only and
+complete their coordinates, which pick as above. docs/embeddings.md measures what each step misses. From `CELLS_FROM` rows on (off unless
+set: it did not pay, see there), the fit also splits the rows into about sqrt(rows) cells
+(k-means on the shortlist coordinates),
 and a search reads only the shortlist rows of the cells whose centres lie nearest the question
 (an inverted file), then goes on as above. The index is pure: store/vectors.py persists it
 beside the soul file (not the cells: they would be fitted again with the directions at a load).
@@ -56,6 +60,16 @@ MODEL_PACKAGE = "soulgraph_model"  # the model's files, a package of their own (
 SHORTLIST_FROM = 2048  # rows from which a search scores the shortlist: below, the full rows cost little
 SHORTLIST_DIMENSIONS = 128  # principal directions a large index is searched on first
 SHORTLIST_FACTOR = 3  # rows the shortlist picks per row asked for, then scored on their full rows
+# From LEAD_FROM rows (at a fit), a search reads only the leading SHORTLIST_LEAD directions of
+# every row (float32), which pick LEAD_FACTOR rows per row asked for; the other directions are
+# kept as compact as the rows and read for those picks only. At 100,000 distinct texts this finds
+# 0.996 of the exact first 10 and 0.985 of the first 200 in half the time of all 128 read for
+# every row, and holds 38 MB instead of 51; at 10,000 rows the second look's scattered reads cost
+# more than they save (0.7 against 0.5 ms), so a smaller store reads all 128, as one pass
+# (docs/embeddings.md, bench/bench_ivf.py).
+LEAD_FROM = 16384
+SHORTLIST_LEAD = 64
+LEAD_FACTOR = 10
 SHORTLIST_SAMPLE = 8192  # rows the directions are fitted on, at most (projecting every row still grows with them)
 # Rows from which the shortlist is split into cells; None: never. Off, because it does not pay:
 # on this model's vectors the cells that hold 0.99 of the first 10 and 0.97 of the first 200 are
@@ -194,7 +208,7 @@ class VectorIndex:
         self._free: list[int] = []
         # How often each token occurs in the memories indexed (their ids kept per row, so a
         # removal is exact): what makes a word common in this store (`store_weights`).
-        self.token_ids = np.zeros(0, np.int32)  # every row's ids, one row's after another (with gaps)
+        self.token_ids = np.zeros(0, token_type(vocabulary))  # every row's ids, one row's after another (with gaps)
         self.token_start = np.zeros(capacity, np.int64)  # where a row's ids start in `token_ids`
         self.token_count = np.full(capacity, -1, np.int32)  # ... and how many: -1, none recorded
         self._tokens_used = 0  # of `token_ids`
@@ -202,7 +216,8 @@ class VectorIndex:
         self.token_counts = np.zeros(vocabulary, np.int64)
         self.total_tokens = 0
         self.basis: Any = None  # dimensions x SHORTLIST_DIMENSIONS: the principal directions
-        self.shortlist: Any = None  # each row's coordinates on them (rows as `matrix`)
+        self.shortlist: Any = None  # each row's coordinates on the leading ones (all, below LEAD_FROM), float32
+        self.refine: Any = None  # ... and on the others, of the rows' own type (rows as `matrix`)
         self._fitted_on = 0  # rows when the directions were fitted
         self.centres: Any = None  # cells x SHORTLIST_DIMENSIONS: the cells' centres, unit (None: no cells)
         self.cell_of: Any = None  # each row's cell, -1 for a free row (rows as `matrix`)
@@ -237,13 +252,13 @@ class VectorIndex:
         index.changes = 1
         if tokens is None or ends is None:
             return index
-        tokens, ends = np.asarray(tokens, np.int32), np.asarray(ends, np.int64)
+        tokens, ends = np.asarray(tokens), np.asarray(ends, np.int64)
         counts = np.diff(ends, prepend=0)
         used = int(ends[-1]) if count else 0
         if (len(ends) != count or used > len(tokens) or (count and int(counts.min()) < 0)
                 or (used and (int(tokens[:used].min()) < 0 or int(tokens[:used].max()) >= vocabulary))):
             return index
-        index.token_ids, index._tokens_used = tokens, used  # ids past `used`: room, kept
+        index.token_ids, index._tokens_used = tokens.astype(token_type(vocabulary), copy=False), used  # ids past `used`: room, kept
         index.token_start[:count] = ends - counts
         index.token_count[:count] = counts
         index.token_counts = np.bincount(tokens[:used], minlength=vocabulary).astype(np.int64)
@@ -274,11 +289,15 @@ class VectorIndex:
         moment = (sample.T @ sample).astype(np.float64)
         _, directions = np.linalg.eigh(moment)  # ascending eigenvalues
         basis = np.ascontiguousarray(directions[:, ::-1][:, :SHORTLIST_DIMENSIONS], dtype=np.float32)
-        shortlist = np.zeros((self.matrix.shape[0], SHORTLIST_DIMENSIONS), np.float32)
+        lead = min(SHORTLIST_LEAD, basis.shape[1]) if len(self.row_of) >= LEAD_FROM else basis.shape[1]
+        shortlist = np.zeros((self.matrix.shape[0], lead), np.float32)
+        refine = np.zeros((self.matrix.shape[0], basis.shape[1] - lead), self.matrix.dtype)
         for start in range(0, used, 8192):  # widened a piece at a time
             end = min(used, start + 8192)
-            shortlist[start:end] = _widened(self.matrix[start:end]) @ basis
-        self.basis, self.shortlist, self._fitted_on = basis, shortlist, len(self.row_of)
+            coordinates = _widened(self.matrix[start:end]) @ basis
+            shortlist[start:end] = coordinates[:, :lead]
+            refine[start:end] = coordinates[:, lead:]
+        self.basis, self.shortlist, self.refine, self._fitted_on = basis, shortlist, refine, len(self.row_of)
         self.fit_cells()
 
     def _narrow(self) -> None:
@@ -339,7 +358,7 @@ class VectorIndex:
         node has a row (`put` first)."""
         row = self.row_of[node_id]
         self._uncount(row)
-        ids = np.asarray(ids, np.int32)
+        ids = np.asarray(ids, self.token_ids.dtype)
         if len(ids):
             np.add.at(self.token_counts, ids, 1)
             self.total_tokens += len(ids)
@@ -382,7 +401,7 @@ class VectorIndex:
             return
         used = len(self.id_of)
         counts = np.maximum(self.token_count[:used], 0).astype(np.int64)
-        packed = np.zeros(int(counts.sum()) + max(TOKENS_GROWTH_MIN, int(counts.sum()) // GROWTH_SHARE), np.int32)
+        packed = np.zeros(int(counts.sum()) + max(TOKENS_GROWTH_MIN, int(counts.sum()) // GROWTH_SHARE), self.token_ids.dtype)
         at = 0
         starts, old = self.token_start, self.token_ids
         for row in np.flatnonzero(counts).tolist():
@@ -427,7 +446,9 @@ class VectorIndex:
             self._narrow()
         self.matrix[row] = vector
         if self.shortlist is not None:
-            self.shortlist[row] = _widened(self.matrix[row : row + 1])[0] @ self.basis
+            coordinates = _widened(self.matrix[row : row + 1])[0] @ self.basis
+            lead = self.shortlist.shape[1]
+            self.shortlist[row], self.refine[row] = coordinates[:lead], coordinates[lead:]
             if self.centres is not None:
                 self._place(row)  # a replaced row may now lie nearer another cell
         self.marks[row] = _mark(digest)
@@ -436,7 +457,7 @@ class VectorIndex:
         """Room for at least `rows` rows, and an eighth more (GROWTH_MIN at least), in every
         array kept per row."""
         capacity = rows + max(GROWTH_MIN, rows // GROWTH_SHARE)
-        for name, fill in (("matrix", 0), ("shortlist", 0), ("cell_of", -1), ("marks", 0),
+        for name, fill in (("matrix", 0), ("shortlist", 0), ("refine", 0), ("cell_of", -1), ("marks", 0),
                            ("token_start", 0), ("token_count", -1)):
             if getattr(self, name) is not None:
                 _grow_attribute(self, name, capacity, fill)
@@ -451,6 +472,7 @@ class VectorIndex:
         self.matrix[row] = 0.0
         if self.shortlist is not None:
             self.shortlist[row] = 0.0
+            self.refine[row] = 0.0
         if self.cell_of is not None:
             self._unplace(row)
         self.id_of[row] = None
@@ -483,9 +505,17 @@ class VectorIndex:
     def scores(self, rows: Any, query: Any) -> Any:
         """The products of these rows (an int array) with `query`, as float32: exactly what the
         rows widened to float32 give."""
-        if self.matrix.dtype != np.float16:
-            return self.matrix[rows] @ query
-        return _half_products(self.matrix, rows, query)
+        return _products(self.matrix, rows, query)
+
+    def rough_scores(self, rows: Any, projected: Any, lead: Any = None) -> Any:
+        """The products of these rows' coordinates on every direction with `projected` (the
+        question on them): `lead`, their products on the leading directions, when known."""
+        width = self.shortlist.shape[1]
+        if lead is None:
+            lead = self.shortlist[rows] @ projected[:width]
+        if self.refine.shape[1] == 0:
+            return lead
+        return lead + _products(self.refine, rows, projected[width:])
 
     def _nearest_rows(self, query: Any, n: int, skip: Any = None) -> tuple[Any, Any]:
         used = len(self.id_of)
@@ -494,16 +524,22 @@ class VectorIndex:
         if skip is not None:
             skip = skip[:used] if len(skip) >= used else np.pad(skip, (0, used - len(skip)))
         wide = SHORTLIST_FACTOR * n
-        if self.centres is not None and wide < used:
-            rows = self._cell_picks(query @ self.basis, wide, skip)  # skipped rows already left out
-            if not len(rows):
-                return rows, np.zeros(0, np.float32)
-            scores = self.scores(rows, query)
-        elif self.shortlist is not None and wide < used:
-            rough = self.shortlist[:used] @ (query @ self.basis)
-            if skip is not None:
-                rough[skip] = -np.inf  # never among the picks
-            rows = np.sort(np.argpartition(rough, used - wide)[used - wide:])
+        if self.shortlist is not None and wide < used:
+            projected = query @ self.basis
+            first = LEAD_FACTOR * n if self.refine.shape[1] else wide  # picked on the leading directions
+            if self.centres is not None:
+                rows = self._cell_picks(projected, first, skip)  # skipped rows already left out
+                if not len(rows):
+                    return rows, np.zeros(0, np.float32)
+                lead = None
+            else:
+                lead = self.shortlist[:used] @ projected[: self.shortlist.shape[1]]
+                if skip is not None:
+                    lead[skip] = -np.inf  # never among the picks
+                rows = _best(lead, first)
+                lead = lead[rows]
+            if len(rows) > wide:
+                rows = rows[_best(self.rough_scores(rows, projected, lead), wide)]  # still in row order
             scores = self.scores(rows, query)  # the picks scored on their full rows
             if skip is not None:
                 scores[skip[rows]] = -np.inf  # fewer rows left than picks: a skipped one may be in
@@ -520,24 +556,37 @@ class VectorIndex:
         return rows[top], scores[top]
 
     def _cell_picks(self, projected: Any, wide: int, skip: Any) -> Any:
-        """The `wide` best rows by shortlist coordinates among the rows of the cells nearest
-        `projected` (the question on the directions): CELLS_PROBED_SHARE of the cells, and
-        more until they hold CELLS_CANDIDATES * wide rows."""
-        order = np.argsort(-(self.centres @ projected))
+        """The `wide` best rows by leading coordinates among the rows of the cells nearest
+        `projected` (the question on the directions): CELLS_PROBED_SHARE of the cells, and more
+        until they hold CELLS_CANDIDATES times the rows the shortlist picks."""
+        lead = projected[: self.shortlist.shape[1]]
+        order = np.argsort(-(self.centres @ lead))
         sizes = np.fromiter((len(self.cell_rows[c]) for c in order), np.intp, len(order))
         enough = int(np.searchsorted(np.cumsum(sizes), CELLS_CANDIDATES * wide)) + 1
         probed = order[: max(int(np.ceil(CELLS_PROBED_SHARE * len(order))), enough)]
         candidates = np.concatenate([self.cell_rows[c] for c in probed])
-        rough = np.concatenate([self.cell_coords[c] @ projected for c in probed])  # each cell read in one pass
+        rough = np.concatenate([self.cell_coords[c] @ lead for c in probed])  # each cell read in one pass
         if skip is not None:
             kept = ~skip[candidates]
             candidates, rough = candidates[kept], rough[kept]
-        if len(candidates) > wide:
-            candidates = candidates[np.argpartition(rough, len(candidates) - wide)[len(candidates) - wide :]]
-        return np.sort(candidates)
+        return np.sort(candidates[_best(rough, wide)])
 
     def rows(self) -> list[tuple[str, int]]:
         return sorted(self.row_of.items(), key=lambda pair: pair[1])
+
+
+def _best(scores: Any, n: int) -> Any:
+    """The positions of the n largest scores (all when there are no more), in increasing order."""
+    if n >= len(scores):
+        return np.arange(len(scores))
+    return np.sort(np.argpartition(scores, len(scores) - n)[len(scores) - n :])
+
+
+def token_type(vocabulary: int) -> Any:
+    """The type token ids are kept in: two bytes each while the vocabulary fits (the shipped
+    model's 30,522 tokens do), four beyond."""
+    _numpy()
+    return np.uint16 if vocabulary <= 1 << 16 else np.int32
 
 
 def _unit(rows: Any) -> Any:
@@ -604,14 +653,24 @@ _HALF_SCALE = 2.0**112
 _scratch = threading.local()  # per thread: searches may run in several
 
 
+def _products(matrix: Any, rows: Any, query: Any) -> Any:
+    """These rows of `matrix` (float32 or float16) times `query`, as float32."""
+    if matrix.dtype != np.float16:
+        return matrix[rows] @ query
+    return _half_products(matrix, rows, query)
+
+
 def _half_products(matrix: Any, rows: Any, query: Any) -> Any:
     halves = matrix.view(np.int16)
     scaled = query.astype(np.float32) * np.float32(_HALF_SCALE)
     out = np.empty(len(rows), np.float32)
-    buffers = getattr(_scratch, "buffers", None)
-    if buffers is None or buffers[0].shape != (HALF_CHUNK, matrix.shape[1]):
-        buffers = _scratch.buffers = (np.empty((HALF_CHUNK, matrix.shape[1]), np.int16),
-                                      np.empty((HALF_CHUNK, matrix.shape[1]), np.int32))
+    width = matrix.shape[1]
+    kept = getattr(_scratch, "buffers", None)
+    if kept is None:
+        kept = _scratch.buffers = {}
+    buffers = kept.get(width)  # by width: the full rows and the refining coordinates take turns
+    if buffers is None:
+        buffers = kept[width] = (np.empty((HALF_CHUNK, width), np.int16), np.empty((HALF_CHUNK, width), np.int32))
     gathered, bits = buffers
     for start in range(0, len(rows), HALF_CHUNK):
         part = rows[start : start + HALF_CHUNK]
