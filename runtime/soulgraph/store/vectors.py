@@ -295,7 +295,9 @@ class VectorStore:
                     del shared
                 tokens = ends = None
                 if "tokens" in data.files and "token_ends" in data.files:
-                    tokens, _ = _with_room(data, "tokens", np.int32, embeddings.TOKENS_GROWTH_MIN)
+                    # Two bytes an id (a file of an older runtime has four: read, then narrowed once).
+                    tokens, _ = _with_room(data, "tokens", embeddings.token_type(model.vocabulary),
+                                           embeddings.TOKENS_GROWTH_MIN)
                     ends = data["token_ends"]
                 index = embeddings.VectorIndex.from_rows(ids, _marks(marks), matrix, model.vocabulary, tokens, ends)
             return index, "file"
@@ -330,7 +332,7 @@ class VectorStore:
         order = np.flatnonzero(np.fromiter((node_id is not None for node_id in id_of), bool, len(id_of)))
         counts = np.maximum(index.token_count[order], 0).astype(np.int64)
         ends = np.cumsum(counts, dtype=np.int64)
-        tokens = np.zeros(int(ends[-1]) if len(ends) else 0, np.int32)
+        tokens = np.zeros(int(ends[-1]) if len(ends) else 0, index.token_ids.dtype)
         for at in range(0, len(order), 8192):  # the rows' token ids gathered a piece at a time
             piece, lengths = order[at : at + 8192], counts[at : at + 8192]
             first = int(ends[at] - lengths[0]) if len(piece) else 0
