@@ -59,7 +59,8 @@ def answers(size: int, out: Path) -> None:
             found[n].append(float(np.mean(exact[picked[:n]] >= bar - 1e-6)))
     result["found"] = {str(n): float(np.mean(v)) for n, v in found.items()}
     result["texts"] = {node_id: graph.nodes[node_id].content
-                       for name in ("embedded", "read back") for ranked in result[name]["200"] for node_id in ranked}
+                       for name in ("embedded", "read back") for n in ("10", "200")
+                       for ranked in result[name][n] for node_id in ranked}  # a search for 10 may find one the 200 miss
     out.write_text(json.dumps(result))
 
 
