@@ -27,7 +27,10 @@ write: a durable write's cost in-process, as a server pays it: one soul file of 
 memories, loaded by a fresh process, then --writes changes (a memory built on an older one),
 each timed from `soul.change()` opening to its record fdatasynced. This tree and --base (a
 temporary git worktree) take turns in --rounds pairs of processes on copies of the same file,
-so the ratio compares them under the same load.
+so the ratio compares them under the same load. The disk's own floor takes its turn in each
+round too: a child appending records of the journal's mean record size to a file in the same
+directory, each fdatasynced (what a durable write cannot do without); `x floor p50` is a row's
+p50 over the floor's.
 
 Everything runs against local processes, and every wait has a timeout.
 """
@@ -108,7 +111,7 @@ def crash(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- write
 # Run in a child with PYTHONPATH set to one tree's runtime: that tree's store does the writes.
 WRITE_TIMER = r"""
-import json, random, sys, time
+import json, os, random, sys, time
 import soulgraph.memory  # noqa: E402,F401  the write guard, as every writer installs it
 from soulgraph.store import SoulFile
 path, writes = sys.argv[1], int(sys.argv[2])
@@ -123,8 +126,30 @@ for i in range(writes):
     with soul.change() as graph:
         graph.add(f"durable write {i}: a memory built on an older one", ["bench"], parents=[parent])
     times.append(time.perf_counter() - started)
-print(json.dumps({"load": load, "times": times, "compactions": soul.compactions}))
+journal = path + ".journal"
+lines = open(journal, "rb").read().count(b"\n") if os.path.exists(journal) else 0
+record = os.path.getsize(journal) / lines if lines else 0  # the mean record (one a line)
+print(json.dumps({"load": load, "times": times, "compactions": soul.compactions, "record": record}))
 """
+
+# The disk's floor: the same number of appends of one record's size, each fdatasynced.
+FLOOR_TIMER = r"""
+import json, os, sys, time
+path, writes, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sync = getattr(os, "fdatasync", os.fsync)
+record, times = b"x" * (size - 1) + b"\n", []
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+try:
+    for _ in range(writes):
+        started = time.perf_counter()
+        os.write(fd, record)
+        sync(fd)
+        times.append(time.perf_counter() - started)
+finally:
+    os.close(fd)
+print(json.dumps({"times": times}))
+"""
+FLOOR = "disk floor"
 
 
 def timed_writes(runtime: Path, soul_file: Path, writes: int, timeout: float) -> dict:
@@ -134,6 +159,14 @@ def timed_writes(runtime: Path, soul_file: Path, writes: int, timeout: float) ->
     if proc.returncode:
         raise RuntimeError(f"the writer under {runtime} failed: {proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def timed_floor(folder: Path, writes: int, size: int, timeout: float) -> list[float]:
+    proc = subprocess.run([sys.executable, "-c", FLOOR_TIMER, str(folder / "floor.journal"), str(writes), str(size)],
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode:
+        raise RuntimeError(f"the disk floor's writer failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])["times"]
 
 
 def write(args: argparse.Namespace) -> int:
@@ -151,8 +184,9 @@ def write(args: argparse.Namespace) -> int:
         SoulFile(source).save(synthetic.build(args.nodes, seed=1))
         print(f"{args.nodes} memories, {source.stat().st_size / 1e6:.1f} MB, built in {time.monotonic() - started:.1f} s; "
               f"{args.writes} writes per process, {args.rounds} rounds, the two trees taking turns\n")
-        samples: dict[str, list[float]] = {name: [] for name in trees}
+        samples: dict[str, list[float]] = {name: [] for name in [*trees, FLOOR]}
         loads: dict[str, list[float]] = {name: [] for name in trees}
+        records: list[float] = []
         for round_ in range(args.rounds):
             for name in (list(trees) if round_ % 2 == 0 else list(reversed(trees))):
                 copy = Path(work) / f"round{round_}-{name.replace(' ', '-')}" / "soul.json"
@@ -161,19 +195,29 @@ def write(args: argparse.Namespace) -> int:
                 result = timed_writes(trees[name], copy, args.writes, args.timeout)
                 samples[name].extend(result["times"])
                 loads[name].append(result["load"])
+                if name == "this tree" and result.get("record"):
+                    records.append(result["record"])
                 shutil.rmtree(copy.parent)
-    header = f"{'tree':<12} | {'writes':>6} | {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} | {'x base p50':>10} | {'load s':>6}"
+            size = round(statistics.median(records)) if records else 400
+            samples[FLOOR].extend(timed_floor(Path(work), args.writes, size, args.timeout))
+            (Path(work) / "floor.journal").unlink()
+    header = (f"{'tree':<12} | {'writes':>6} | {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} | {'x base p50':>10} | "
+              f"{'x floor p50':>11} | {'load s':>6}")
     print(header)
     print("-" * len(header))
     base_p50 = statistics.median(samples[args.base[:12]])
+    floor_p50 = statistics.median(samples[FLOOR])
     for name, times in samples.items():
         ordered = sorted(times)
         p50 = statistics.median(ordered)
         p90, p99 = ordered[int(0.9 * (len(ordered) - 1))], ordered[int(0.99 * (len(ordered) - 1))]
+        load = f"{statistics.median(loads[name]):>6.2f}" if name in loads else f"{'':>6}"
         print(f"{name:<12} | {len(times):>6} | {p50 * 1e3:>7.2f} {p90 * 1e3:>7.2f} {p99 * 1e3:>7.2f} | "
-              f"{p50 / base_p50:>10.2f} | {statistics.median(loads[name]):>6.2f}")
+              f"{p50 / base_p50:>10.2f} | {p50 / floor_p50:>11.2f} | {load}")
     print("\np50/p90/p99: one durable change (soul.change() to its journal record fdatasynced), all rounds together;"
-          "\nx base p50: this row's p50 over the base revision's; load s: the fresh process's first full read.")
+          f"\n{FLOOR}: an append of one record's size ({size} bytes, this tree's mean) fdatasynced, in the same directory;"
+          "\nx base p50 / x floor p50: this row's p50 over the base revision's / the disk floor's;"
+          "\nload s: the fresh process's first full read.")
     return 0
 
 

@@ -150,3 +150,38 @@ def test_kill_minus_nine_never_leaves_a_broken_file(tmp_path):
     with SoulFile(path).change() as graph:
         graph.add("after the storm")
     assert [p for p in Path(tmp_path).iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_writer_that_waits_too_long_for_the_lock_is_told_which_process_holds_it(tmp_path):
+    """The lock file names its holder, written in place at a fixed width (no truncation at each
+    write); a process that cannot get the lock within lock_timeout says whose it is and writes
+    nothing."""
+    path = tmp_path / "soul.json"
+    first = SoulFile(path)
+    with first.change() as graph:
+        graph.add("first memory", [])
+    holder = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "runtime")!r})
+        from soulgraph.store import SoulFile
+        soul = SoulFile({str(path)!r})
+        with soul.change() as graph:
+            graph.add("held", [])
+            print("holding", flush=True)
+            time.sleep(30)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "holding"
+        waiting = SoulFile(path, lock_timeout=0.3)
+        with pytest.raises(SoulFileError, match=f"pid {child.pid}\\)"):
+            with waiting.change() as graph:
+                graph.add("never written", [])
+        assert (path.parent / "soul.json.lock").read_bytes() == b"%-15d\n" % child.pid
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    with first.change() as graph:  # the lock is free again: this process names itself
+        graph.add("second memory", [])
+    assert (path.parent / "soul.json.lock").read_bytes() == b"%-15d\n" % os.getpid()
+    assert "never written" not in {n.content for n in SoulFile(path).graph().nodes.values()}

@@ -118,8 +118,19 @@ def strings(value: Any, path: str, skip: frozenset[str] = frozenset()) -> Iterat
 
 def node_strings(node: Node) -> Iterator[tuple[str, str]]:
     """Every writer string of a node: each text field, each tag, all of its metadata."""
-    for f in dataclasses.fields(node):
-        yield from strings(getattr(node, f.name), f.name, BOOKKEEPING if f.name == "metadata" else frozenset())
+    for name in _node_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, str):  # most fields: no walk
+            if value:
+                yield name, value
+        elif isinstance(value, (dict, list, tuple)):
+            yield from strings(value, name, BOOKKEEPING if name == "metadata" else frozenset())
+
+
+@functools.lru_cache(maxsize=None)
+def _node_fields(kind: type) -> tuple[str, ...]:
+    """A node class's field names (dataclasses.fields walks the class at every call)."""
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 def inspect(fields: Iterator[tuple[str, str]], where: str) -> dict[str, tuple[str, ...]]:

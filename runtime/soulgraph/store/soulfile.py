@@ -429,8 +429,11 @@ class SoulFile:
             yield  # already held by this thread: a flock on a second descriptor would wait for ourselves
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            except FileNotFoundError:  # no folder yet (a new soul): made once, not at every write
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise SoulFileError(self.lock_path, f"cannot take the write lock ({_os_reason(exc)}); not written") from None
         try:
@@ -448,8 +451,11 @@ class SoulFile:
                     time.sleep(pause)
                     pause = min(pause * 2, 0.02)
             with contextlib.suppress(OSError):  # who holds it, for the message above
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, b"%d\n" % os.getpid(), 0)
+                # Written in place at a fixed width (no truncation: that is a metadata change,
+                # 0.14 ms a write here), and only when another process wrote it last.
+                holder = b"%-15d\n" % os.getpid()
+                if os.pread(fd, len(holder), 0) != holder:
+                    os.pwrite(fd, holder, 0)
             self._lock_holder = threading.get_ident()
             try:
                 yield

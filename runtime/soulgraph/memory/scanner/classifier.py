@@ -179,6 +179,13 @@ class _Model:
             for cache in (self.word_weight, self.word_name, self.word_next):
                 cache.clear()
             missing = set(words)
+        # Every number has the features of "0" (w:0, and "0" in pairs): its weights are worked
+        # out once and shared, not for each new number a note brings (a date, a count: 0.09 ms).
+        numbers = [word for word in missing if word != "0" and word.isdigit()]
+        if numbers:
+            missing.difference_update(numbers)
+            if "0" not in self.word_weight:
+                missing.add("0")
         get = self.weights.get
         for word in missing:
             names = _word_features(word)
@@ -191,6 +198,9 @@ class _Model:
             # a known pair counts 1; `score_words` counts every pair as unknown first
             more = 1.0 - self.unknown_weight
             self.word_next[word] = {b: own + complex(weight, more) for b, weight in pairs.items()} if pairs else _NO_PAIRS
+        for word in numbers:
+            self.word_weight[word], self.word_name[word], self.word_next[word] = (
+                self.word_weight["0"], "0", self.word_next["0"])
 
     def score(self, folded: str) -> float:
         """The same sum as over `features(folded)`, a word's own features added up once."""
