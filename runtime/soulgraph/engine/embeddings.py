@@ -18,11 +18,11 @@ their full rows (reading every full row, 1.5 kB each, was what a search cost at 
 From `LEAD_FROM` rows on, reading all 128 coordinates of every row is most of a search, so the
 shortlist holds only the leading `SHORTLIST_LEAD`, which pick `LEAD_FACTOR` times the rows asked
 for; the other coordinates (`refine`, as compact as the rows) are read for those picks only and
-complete their coordinates, which pick as above. docs/embeddings.md measures what each step misses. From `CELLS_FROM` rows on (off unless
-set: it did not pay, see there), the fit also splits the rows into about sqrt(rows) cells
-(k-means on the shortlist coordinates),
-and a search reads only the shortlist rows of the cells whose centres lie nearest the question
-(an inverted file), then goes on as above. The index is pure: store/vectors.py persists it
+complete their coordinates, which pick as above. docs/embeddings.md measures what each step
+misses. From `CELLS_FROM` rows on (off unless set: it did not pay, see there), the fit also
+splits the rows into about sqrt(rows) cells (k-means on the shortlist coordinates), and a search
+reads only the shortlist rows of the cells whose centres lie nearest the question (an inverted
+file), then goes on as above. The index is pure: store/vectors.py persists it
 beside the soul file (not the cells: they would be fitted again with the directions at a load).
 """
 
@@ -63,7 +63,7 @@ SHORTLIST_FACTOR = 3  # rows the shortlist picks per row asked for, then scored 
 # From LEAD_FROM rows (at a fit), a search reads only the leading SHORTLIST_LEAD directions of
 # every row (float32), which pick LEAD_FACTOR rows per row asked for; the other directions are
 # kept as compact as the rows and read for those picks only. At 100,000 distinct texts this finds
-# 0.996 of the exact first 10 and 0.985 of the first 200 in half the time of all 128 read for
+# 0.996 of the exact first 10 and 0.981 of the first 200 in half the time of all 128 read for
 # every row, and holds 38 MB instead of 51; at 10,000 rows the second look's scattered reads cost
 # more than they save (0.7 against 0.5 ms), so a smaller store reads all 128, as one pass
 # (docs/embeddings.md, bench/bench_ivf.py).
