@@ -71,7 +71,7 @@ BENCHES: dict[str, Bench] = {
                           "docs/eval.md, docs/embeddings.md, docs/decisions/fusion.md", 10, SHARED),
     "holdout_locomo": Bench("LoCoMo dev R@10 of hybrid recall's weights, one conversation left out",
                             "docs/eval.md, docs/embeddings.md, docs/decisions/fusion.md", 2, SHARED),
-    "rerank_trial": Bench("LoCoMo dev: hybrid recall's first 30 reordered by a linear model, each conversation held out",
+    "train_reranker": Bench("fits the reranking stage; LoCoMo dev with and without it, each conversation held out",
                           "docs/decisions/reranker.md", 1, SHARED),
     "peer_holographic": Bench("Hermes' holographic memory provider beside ours on LoCoMo dev",
                               "docs/eval.md", 15, f"{HERMES}, {SHARED}"),

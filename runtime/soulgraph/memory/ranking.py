@@ -44,6 +44,7 @@ from soulgraph.engine import hybrid, when
 from soulgraph.engine import record
 from soulgraph.engine.graph import ACTIVE, Hit, Node, SoulGraph
 from soulgraph.engine.index import words
+from soulgraph.memory import rerank
 
 STRENGTH_WEIGHT = 0.25
 REPLACEMENT_SHARE = 0.95
@@ -105,11 +106,14 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
            include_archived: bool = False, where: Callable[[Node], bool] | None = None,
            recency_weight: float | None = None, mmr_lambda: float | None = None,
            vectors: Vectors | None = None, neighbours: bool = True, time_aware: bool = True,
-           exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
+           exclude: AbstractSet[str] = frozenset(),
+           reorder: Callable[[list[Hit]], list[Hit]] | None = None) -> list[Hit]:
     """The k memories recall returns for `text`, best first (see the module text). `vectors`,
     `neighbours` and `time_aware` are the steps of engine/hybrid.py; all off, recall is what it
     was before them (the eval's `recall_before`). `exclude`: ids no step may return (other
-    users' memories, `SoulGraph.hidden_from`)."""
+    users' memories, `SoulGraph.hidden_from`). `reorder`: for a question with the vectors ready,
+    what reorders the candidates before variety, `rerank.DEPTH` of them at least (default: the
+    reranking stage when `rerank.ENABLED`, else none; bench/train_reranker.py passes its own)."""
     if k <= 0:
         return []
     fused = vectors is not None and hybrid.is_question(text) and vectors.ready(graph)
@@ -132,8 +136,13 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
             hits[hit.node.id], reordered = hit, True
     # The search's own order is (-score, id) already, unless a score changed here.
     ranked = sorted(hits.values(), key=lambda h: (-h.score, h.node.id)) if reordered else found
-    ranked = _hybrid(graph, text, ranked, k, tag, include_archived, where, vectors if fused else None, neighbours,
-                     time_aware, recency_weight, exclude)
+    if fused and reorder is None and rerank.ENABLED and rerank.shipped() is not None:
+        reorder = functools.partial(rerank.reorder, graph, text, vectors=vectors, exclude=exclude)
+    staged = fused and reorder is not None
+    ranked = _hybrid(graph, text, ranked, max(k, rerank.DEPTH) if staged else k, tag, include_archived, where,
+                     vectors if fused else None, neighbours, time_aware, recency_weight, exclude)
+    if staged:
+        ranked = reorder(ranked)
     question = frozenset(words(text) | (words(hint) if hint else set()))
     return diversify(ranked, k, MMR_LAMBDA if mmr_lambda is None else mmr_lambda, question)
 

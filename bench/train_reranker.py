@@ -1,0 +1,189 @@
+"""Fit the reranking stage's weights (runtime/soulgraph/memory/rerank.py) and measure them on
+LoCoMo dev with each conversation held out in turn:
+
+    .venv/bin/python bench/train_reranker.py [--depth-check] [--l2 1.0] [--write]
+
+Each dev conversation is replayed into a graph as `python -m soulgraph.eval locomo` does
+(soulgraph.eval.locomo: a session node, its turns under it), and each of its questions asked of
+hybrid recall (memory/ranking.py with the static vectors) as the eval asks it. The stage's own
+`rerank.features` are taken of the candidates recall hands the stage (its first `rerank.DEPTH`,
+label: the candidate is evidence); a logistic regression (numpy, L2, the few evidence rows
+weighted up) is fitted on four conversations, and recall is asked again with the stage using
+those weights on the fifth. The table gives R@1, R@5, R@10 and MRR of recall as served and with
+the stage, per held-out conversation, over all questions and by category.
+
+`--write` then fits on all five conversations and writes rerank.MODEL_PATH: the weights, the
+features' means and spreads, and the held-out figures (fourteen numbers and their scales: no
+text of the data set is in the file). The stage is used by recall only when rerank.ENABLED.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "runtime"))
+
+from soulgraph.engine import embeddings  # noqa: E402  (first: pins the BLAS threads)
+from soulgraph.engine.graph import SoulGraph  # noqa: E402
+from soulgraph.eval.ledger import LedgerProblems  # noqa: E402
+from soulgraph.eval.locomo import _sessions, read_locomo, scorable_questions, turn_text  # noqa: E402
+from soulgraph.memory import ranking, rerank  # noqa: E402
+from soulgraph.store.vectors import VectorStore  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+L2 = 1.0
+STEPS = 400
+
+
+def conversation(sample: dict, number: int) -> tuple[SoulGraph, set[str], int, list]:
+    """The graph of one conversation (as the eval builds it), its turns, its session count and
+    its scorable questions."""
+    now = 0.0
+    graph = SoulGraph(clock=lambda: now)
+    problems = LedgerProblems()
+    where = str(sample.get("sample_id", number))
+    turns: set[str] = set()
+    sessions = _sessions(sample["conversation"], problems, where)
+    for session, start, date_text, session_turns in sessions:
+        session_id = f"session_{session}"
+        graph.add(f"Session {session}, {date_text}" if date_text else f"Session {session}", ["session"],
+                  node_id=session_id, created_at=start)
+        for offset, turn in enumerate(session_turns, 1):
+            dia_id = turn.get("dia_id") if isinstance(turn, dict) else None
+            if not isinstance(dia_id, str) or not dia_id or dia_id in turns or dia_id in graph:
+                continue
+            now = start + offset
+            graph.add(turn_text(turn), parents=[session_id], node_id=dia_id, created_at=now)
+            turns.add(dia_id)
+    return graph, turns, len(sessions), list(scorable_questions(sample, turns, problems, where))
+
+
+def fit(x: np.ndarray, y: np.ndarray, l2: float = L2, steps: int = STEPS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weights over standardised features, and the means and spreads (logistic loss, gradient
+    descent; the evidence rows weighted so both labels count alike)."""
+    mean, spread = x.mean(axis=0), x.std(axis=0) + 1e-9
+    z = (x - mean) / spread
+    w, b, rate = np.zeros(z.shape[1]), 0.0, 0.5
+    weight = np.where(y > 0, max(1.0, (len(y) - y.sum()) / max(y.sum(), 1.0)), 1.0)
+    for _ in range(steps):
+        g = (1.0 / (1.0 + np.exp(-(z @ w + b))) - y) * weight
+        w -= rate * (z.T @ g / len(y) + l2 * w / len(y))
+        b -= rate * g.mean()
+    return w, mean, spread
+
+
+def measure(orders: list[tuple[list[str], set[str]]]) -> dict[str, float]:
+    out: dict[str, list[float]] = {"R@1": [], "R@5": [], "R@10": [], "MRR": []}
+    for order, evidence in orders:
+        first = next((i for i, node_id in enumerate(order) if node_id in evidence), None)
+        for k in (1, 5, 10):
+            out[f"R@{k}"].append(len(evidence & set(order[:k])) / len(evidence))
+        out["MRR"].append(0.0 if first is None else 1.0 / (first + 1))
+    return {name: statistics.mean(values) for name, values in out.items()}
+
+
+def row(values: dict[str, float]) -> str:
+    return " / ".join(f"{values[k]:.3f}" for k in values)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--l2", type=float, default=L2)
+    parser.add_argument("--write", action="store_true", help=f"fit on every conversation and write {rerank.MODEL_PATH.name}")
+    args = parser.parse_args()
+    if not embeddings.available():
+        raise SystemExit(f"train_reranker needs the vectors: {embeddings.unavailable_reason()}")
+    started = time.perf_counter()
+    conversations = []
+    feature_times: list[float] = []
+    for number, sample in enumerate(read_locomo(args.data)):
+        graph, turns, sessions, questions = conversation(sample, number)
+        store = VectorStore(None, background=False)
+        assert store.ready(graph), store.reason
+        asked = []
+        for _subject, category, text, evidence in questions:
+            handed: list = []
+
+            def capture(ranked, handed=handed):
+                handed.append(ranked)
+                return ranked
+
+            depth = 20 + sessions  # as the eval asks: session nodes dropped, 20 turns left
+            served = [h.node.id for h in ranking.recall(graph, text, depth, vectors=store, reorder=capture)]
+            if not handed:  # not a question in words: recall does not fuse, the stage never runs
+                continue
+            head = handed[0][: rerank.DEPTH]
+            began = time.perf_counter()
+            x = rerank.features(graph, text, head, store)
+            feature_times.append(time.perf_counter() - began)
+            y = np.array([float(hit.node.id in evidence) for hit in head])
+            asked.append({"x": x, "y": y, "text": text, "depth": depth, "evidence": set(evidence),
+                          "category": category, "served": [i for i in served if i in turns]})
+        conversations.append({"name": str(sample.get("sample_id", number)), "graph": graph, "store": store,
+                              "turns": turns, "asked": asked})
+    print(f"LoCoMo dev: {len(conversations)} conversations, {sum(len(c['asked']) for c in conversations)} questions, "
+          f"recall's first {rerank.DEPTH} reordered by the stage; each conversation held out in turn; "
+          f"{time.perf_counter() - started:.0f} s to replay\n")
+    print("| held out | questions | served R@1 / R@5 / R@10 / MRR | with the stage R@1 / R@5 / R@10 / MRR |")
+    print("|---|---:|---|---|")
+    served_all, staged_all = [], []
+    by_category: dict[str, tuple[list, list]] = {}
+    stage_times: list[float] = []
+    for held in conversations:
+        train = [q for c in conversations if c is not held for q in c["asked"]]
+        w, mean, spread = fit(np.concatenate([q["x"] for q in train]), np.concatenate([q["y"] for q in train]), args.l2)
+        model = rerank.Model({"features": list(rerank.FEATURES), "mean": mean, "spread": spread, "weights": w})
+        graph, store, turns = held["graph"], held["store"], held["turns"]
+        served, staged = [], []
+        for q in held["asked"]:
+            def stage(ranked, text=q["text"]):
+                began = time.perf_counter()
+                out = rerank.reorder(graph, text, ranked, store, model)
+                stage_times.append(time.perf_counter() - began)
+                return out
+
+            order = [h.node.id for h in ranking.recall(graph, q["text"], q["depth"], vectors=store, reorder=stage)]
+            served.append((q["served"], q["evidence"]))
+            staged.append(([i for i in order if i in turns], q["evidence"]))
+            pair = by_category.setdefault(q["category"], ([], []))
+            pair[0].append(served[-1])
+            pair[1].append(staged[-1])
+        served_all += served
+        staged_all += staged
+        print(f"| {held['name']} | {len(served)} | {row(measure(served))} | {row(measure(staged))} |")
+    totals = (measure(served_all), measure(staged_all))
+    print(f"| **all** | {len(served_all)} | {row(totals[0])} | {row(totals[1])} |")
+    print("\n| category | questions | served R@1 / R@10 | with the stage R@1 / R@10 |\n|---|---:|---|---|")
+    for category, (served, staged) in sorted(by_category.items()):
+        a, b = measure(served), measure(staged)
+        print(f"| {category} | {len(served)} | {a['R@1']:.3f} / {a['R@10']:.3f} | {b['R@1']:.3f} / {b['R@10']:.3f} |")
+    print(f"\nthe stage for one question, p50: features {statistics.median(feature_times) * 1000:.2f} ms, "
+          f"the whole reorder {statistics.median(stage_times) * 1000:.2f} ms ({rerank.DEPTH} candidates)")
+    if args.write:
+        everything = [q for c in conversations for q in c["asked"]]
+        w, mean, spread = fit(np.concatenate([q["x"] for q in everything]), np.concatenate([q["y"] for q in everything]),
+                              args.l2)
+        record = {
+            "features": list(rerank.FEATURES), "mean": mean.tolist(), "spread": spread.tolist(), "weights": w.tolist(),
+            "trained_by": "bench/train_reranker.py",
+            "trained_on": f"LoCoMo dev ({len(conversations)} conversations, {len(everything)} questions): "
+                          "the candidates' features and whether each is evidence; no text kept",
+            "l2": args.l2, "depth": rerank.DEPTH,
+            "held_out": {"served": totals[0], "with the stage": totals[1]},
+        }
+        rerank.MODEL_PATH.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(f"\nwrote {rerank.MODEL_PATH.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""A reranking stage for recall: a question's first `DEPTH` candidates, reordered by a linear
+model over what recall already knows. Off unless `ENABLED` (docs/decisions/reranker.md: measured,
+not yet shipped).
+
+No cross-encoder can be installed without a download at run time, so the stage scores each
+candidate by a weighted sum of cheap features (`FEATURES`, computed by `features`): its place and
+score in recall's order; the cosines of the question with it and with the memories written just
+before and after it under the same parent (engine/hybrid.py's neighbours); the share of the
+question's idf that each of those three holds; whether its speaker ("Name: ...") is named in the
+question; whether it lies in the time the question names; its length; whether it asks a question
+itself; and its place among the candidates by its cosine alone and by its words alone.
+
+The weights come from `bench/train_reranker.py` (a logistic regression in numpy, fitted on LoCoMo
+dev, each conversation held out in turn for the figures it records) and live in
+`rerank_model.json` beside this module: fourteen numbers and the features' means and spreads,
+no text. Without the file, or without numpy, the stage leaves recall's order as it is.
+
+Recall calls `reorder` after neighbours, vectors and dates and before variety (memory/ranking.py),
+for questions only, and only when the vectors are ready. It reorders the candidates recall kept
+(scopes, supersedes and flags already applied) and brings in none. The scores stay on recall's
+scale: the candidate placed first gets the best score the candidates had, the second the second
+best, and so on.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+from typing import AbstractSet, Any, Sequence
+
+from soulgraph.engine import hybrid, when
+from soulgraph.engine.graph import Hit, SoulGraph
+from soulgraph.engine.index import words
+
+ENABLED = False  # recall reorders with the shipped weights only when this is True
+DEPTH = 30  # candidates reordered (fitting on 20 or 50 gave a lower R@1: docs/decisions/reranker.md)
+MODEL_PATH = Path(__file__).with_name("rerank_model.json")
+FEATURES = ("place", "score share", "cosine", "cosine before", "cosine after", "idf share", "idf share before",
+            "idf share after", "speaker named", "in the time named", "log words", "asks a question",
+            "place by cosine", "place by words")
+
+
+def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
+             exclude: AbstractSet[str] = frozenset()) -> Any:
+    """One row of FEATURES per candidate in `ranked` (recall's order), as a float64 array.
+    `vectors`: a ready VectorStore (its question vector and rows). A neighbour counts only if
+    default recall could show it (active, not in `exclude`: another user's memory is no context)."""
+    import numpy as np
+
+    index = vectors.index
+    question = vectors.question_vector(text)
+    asked = words(text)
+    idf = {word: graph.index.idf(word) for word in asked}
+    total = sum(idf.values()) or 1.0
+    span = when.window(text, graph.clock())
+    named = {token.strip(".,;:!?\"'()").lower() for token in text.replace("'s ", " ").split()}
+    around = hybrid.siblings_of(graph).around
+    nodes = graph.nodes
+    member = graph.index.membership()
+
+    def usable(found: list[str]) -> str | None:
+        return next((i for i in found if member(i) and i not in exclude), None)
+
+    shown = [hit.node.id for hit in ranked]
+    before = [usable(around(node_id)[0]) for node_id in shown]
+    after = [usable(around(node_id)[1]) for node_id in shown]
+    everyone = list(dict.fromkeys(i for i in shown + before + after if i is not None))
+    rows = [index.row_of.get(node_id, -1) for node_id in everyone]
+    have = np.array([row >= 0 for row in rows], bool)
+    cosines = np.zeros(len(everyone))
+    if have.any():
+        cosines[have] = index.scores(np.array([row for row in rows if row >= 0], np.intp), question)
+    cosine = dict(zip(everyone, cosines.tolist()))
+    share = {node_id: sum(weight for word, weight in idf.items() if word in held) / total
+             for node_id in everyone for held in (words(nodes[node_id].content),)}
+
+    top = ranked[0].score if ranked and ranked[0].score else 1.0
+    out = np.zeros((len(ranked), len(FEATURES)))
+    for place, hit in enumerate(ranked):
+        node = hit.node
+        content = node.content
+        head = content[:40]
+        speaker = head.split(":", 1)[0].strip().lower() if ":" in head else ""
+        when_written = hybrid.memory_time(node)
+        out[place, :12] = (
+            1.0 / (1 + place), hit.score / top,
+            cosine[node.id], cosine.get(before[place], 0.0), cosine.get(after[place], 0.0),
+            share[node.id], share.get(before[place], 0.0), share.get(after[place], 0.0),
+            float(bool(speaker) and speaker in named),
+            float(span is not None and span[0] <= when_written < span[1] + hybrid.TIME_SLACK),
+            math.log1p(len(content.split())), float(content.rstrip().endswith("?")))
+    for column, source in ((12, 2), (13, 5)):  # the place by cosine alone, by words alone
+        order = np.argsort(-out[:, source], kind="stable")
+        out[order, column] = 1.0 / (1.0 + np.arange(len(ranked)))
+    return out
+
+
+class Model:
+    """The weights over standardised features: score = ((x - mean) / spread) · weights."""
+
+    def __init__(self, data: dict[str, Any]):
+        import numpy as np
+
+        if list(data["features"]) != list(FEATURES):
+            raise ValueError(f"the model's features {data['features']} are not this stage's {list(FEATURES)}")
+        self.mean = np.asarray(data["mean"], np.float64)
+        self.spread = np.asarray(data["spread"], np.float64)
+        self.weights = np.asarray(data["weights"], np.float64)
+        self.info = {key: value for key, value in data.items() if key not in ("mean", "spread", "weights")}
+
+    def scores(self, x: Any) -> Any:
+        return ((x - self.mean) / self.spread) @ self.weights
+
+
+@functools.lru_cache(maxsize=1)
+def shipped() -> Model | None:
+    """The weights in MODEL_PATH (None: no file, or numpy missing: recall's order stays)."""
+    try:
+        return Model(json.loads(MODEL_PATH.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, ImportError):
+        return None
+
+
+def reorder(graph: SoulGraph, text: str, ranked: list[Hit], vectors: Any, model: Model | None = None,
+            exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
+    """`ranked` with its first DEPTH reordered by `model` (the shipped one when None); the scores
+    keep their places (the first gets the best), the candidates' `via` stays theirs."""
+    import numpy as np
+
+    model = model or shipped()
+    head = ranked[:DEPTH]
+    if model is None or len(head) < 2:
+        return ranked
+    order = np.argsort(-model.scores(features(graph, text, head, vectors, exclude)), kind="stable").tolist()
+    scores = sorted((hit.score for hit in head), reverse=True)
+    return [Hit(head[i].node, score, head[i].via) for i, score in zip(order, scores)] + ranked[DEPTH:]

@@ -1,0 +1,136 @@
+"""The reranking stage (memory/rerank.py): off by default; when on, it reorders only the
+candidates recall kept, keeps recall's scale, never reads another user's memory as context,
+and its shipped weights are numbers only."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from soulgraph.engine.graph import SoulGraph
+from soulgraph.memory import ranking, rerank
+from soulgraph.store.vectors import VectorStore
+
+DAY = 86400.0
+TURNS = [
+    "Caroline: I went to a support group for trans people yesterday.",
+    "Melanie: That sounds brave! How did it feel?",
+    "Caroline: It felt freeing, everyone shared their stories.",
+    "Melanie: I painted a sunset over the lake last week.",
+    "Caroline: Did you paint it from a photo?",
+    "Melanie: No, I sat by the lake with my kids and painted it there.",
+    "Caroline: I am thinking about adopting a dog next spring.",
+    "Melanie: We took the kids camping in the mountains in June.",
+    "Caroline: What did the kids like most about camping?",
+    "Melanie: They loved roasting marshmallows and seeing the stars.",
+]
+
+
+def conversation() -> SoulGraph:
+    now = 10 * DAY
+    graph = SoulGraph(clock=lambda: now)
+    graph.add("Session 1, 8 May 2023", ["session"], node_id="s1", created_at=DAY)
+    for number, text in enumerate(TURNS):
+        graph.add(text, parents=["s1"], node_id=f"t{number}", created_at=DAY + 60 * number)
+    return graph
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    store = VectorStore(None, background=False)
+    if not store.enabled:
+        pytest.skip(store.reason)
+    return store
+
+
+def test_the_stage_is_off_by_default_and_its_weights_are_numbers_only():
+    assert rerank.ENABLED is False
+    record = json.loads(rerank.MODEL_PATH.read_text(encoding="utf-8"))
+    assert record["features"] == list(rerank.FEATURES) and record["trained_by"] == "bench/train_reranker.py"
+    assert len(record["weights"]) == len(record["mean"]) == len(record["spread"]) == len(rerank.FEATURES)
+    assert all(isinstance(v, float) for key in ("weights", "mean", "spread") for v in record[key])
+    held = record["held_out"]
+    assert held["with the stage"]["R@1"] > held["served"]["R@1"]  # what it was kept for
+    assert rerank.shipped() is not None
+
+
+def test_recall_hands_the_stage_its_candidates_for_a_question_only(vectors):
+    graph = conversation()
+    assert vectors.ready(graph)
+    handed = []
+
+    def capture(ranked):
+        handed.append(list(ranked))
+        return ranked
+
+    plain = ranking.recall(graph, "What did the kids like about camping?", 5, vectors=vectors)
+    same = ranking.recall(graph, "What did the kids like about camping?", 5, vectors=vectors, reorder=capture)
+    assert [h.node.id for h in same] == [h.node.id for h in plain]  # a stage that changes nothing
+    assert len(handed) == 1 and len(handed[0]) >= 5
+    ranking.recall(graph, "camping kids marshmallows", 5, vectors=vectors, reorder=capture)  # not a question
+    assert len(handed) == 1
+
+
+def test_a_stage_that_reverses_the_order_is_what_recall_returns_on_recalls_scale(vectors):
+    graph = conversation()
+    assert vectors.ready(graph)
+    question = "What did the kids like about camping?"
+    before = ranking.recall(graph, question, 12, vectors=vectors, mmr_lambda=1.0)
+    reversed_ = ranking.recall(graph, question, 12, vectors=vectors, mmr_lambda=1.0,
+                               reorder=lambda ranked: [type(h)(h.node, s.score, h.via)
+                                                       for h, s in zip(ranked[::-1], ranked)])
+    assert {h.node.id for h in reversed_} <= {n for n in graph.nodes}
+    assert [h.score for h in reversed_] == sorted((h.score for h in reversed_), reverse=True)
+    assert reversed_[0].node.id != before[0].node.id
+
+
+def test_reorder_keeps_the_candidates_and_the_scores_places(vectors):
+    graph = conversation()
+    assert vectors.ready(graph)
+    question = "What did Melanie paint by the lake?"
+    handed = []
+    ranking.recall(graph, question, 10, vectors=vectors, reorder=lambda r: handed.append(r) or r)
+    ranked = handed[0]
+    model = rerank.shipped()
+    out = rerank.reorder(graph, question, ranked, vectors, model)
+    assert sorted(h.node.id for h in out) == sorted(h.node.id for h in ranked)
+    assert [h.score for h in out] == sorted((h.score for h in ranked), reverse=True)
+    x = rerank.features(graph, question, ranked[: rerank.DEPTH], vectors)
+    assert x.shape == (min(len(ranked), rerank.DEPTH), len(rerank.FEATURES)) and np.isfinite(x).all()
+    expected = [ranked[i].node.id for i in np.argsort(-model.scores(x), kind="stable")]
+    assert [h.node.id for h in out][: len(expected)] == expected
+    # The turn that asks is marked so; the one after a hit sees its neighbour's words.
+    asks = {h.node.id: row for h, row in zip(ranked, x)}
+    assert asks["t4"][rerank.FEATURES.index("asks a question")] == 1.0
+    assert asks["t5"][rerank.FEATURES.index("asks a question")] == 0.0
+
+
+def test_another_users_memory_is_no_context(vectors):
+    """A neighbour in `exclude` (another user's, hidden from this one) is read as no neighbour:
+    the features are those of a graph without it."""
+    graph = conversation()
+    assert vectors.ready(graph)
+    question = "Did Melanie paint it from a photo?"
+    handed = []
+    ranking.recall(graph, question, 10, vectors=vectors, reorder=lambda r: handed.append(r) or r)
+    ranked = [h for h in handed[0] if h.node.id != "t4"]
+    hidden = rerank.features(graph, question, ranked, vectors, exclude={"t4"})
+    seen = rerank.features(graph, question, ranked, vectors)
+    at = [h.node.id for h in ranked].index("t5")
+    before = rerank.FEATURES.index("cosine before")
+    assert seen[at, before] != 0.0 and hidden[at, before] == 0.0
+
+
+def test_when_on_recall_uses_the_shipped_weights_and_never_returns_an_excluded_memory(vectors, monkeypatch):
+    graph = conversation()
+    assert vectors.ready(graph)
+    monkeypatch.setattr(rerank, "ENABLED", True)
+    question = "What did the kids like about camping?"
+    hits = ranking.recall(graph, question, 10, vectors=vectors, exclude={"t9"})
+    assert hits and "t9" not in {h.node.id for h in hits}
+    off = ranking.recall(graph, question, 10, vectors=vectors, exclude={"t9"}, reorder=lambda r: r)
+    assert {h.node.id for h in hits} <= {h.node.id for h in off} | {h.node.id for h in
+                                                                    ranking.recall(graph, question, 40, vectors=vectors,
+                                                                                   exclude={"t9"})}
