@@ -74,7 +74,7 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
         cosines[have] = index.scores(np.array([row for row in rows if row >= 0], np.intp), question)
     cosine = dict(zip(everyone, cosines.tolist()))
     share = {node_id: sum(weight for word, weight in idf.items() if word in held) / total
-             for node_id in everyone for held in (words(nodes[node_id].content),)}
+             for node_id in everyone for held in (_words_of(nodes[node_id].content),)}
 
     top = ranked[0].score if ranked and ranked[0].score else 1.0
     out = np.zeros((len(ranked), len(FEATURES)))
@@ -95,6 +95,13 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
         order = np.argsort(-out[:, source], kind="stable")
         out[order, column] = 1.0 / (1.0 + np.arange(len(ranked)))
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _words_of(text: str) -> frozenset[str]:
+    """A memory's words as the index reads them (the same candidates come back question after
+    question: splitting their texts again was most of the stage's time)."""
+    return frozenset(words(text))
 
 
 class Model:
