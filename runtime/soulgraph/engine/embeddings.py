@@ -65,8 +65,8 @@ SHORTLIST_FACTOR = 3  # rows the shortlist picks per row asked for, then scored 
 # kept as compact as the rows and read for those picks only. At 100,000 distinct texts this finds
 # 0.996 of the exact first 10 and 0.981 of the first 200 in half the time of all 128 read for
 # every row, and holds 38 MB instead of 51; at 10,000 rows the second look's scattered reads cost
-# more than they save (0.7 against 0.5 ms), so a smaller store reads all 128, as one pass
-# (docs/embeddings.md, bench/bench_ivf.py).
+# more than they save, so a smaller store reads all 128, as one pass (docs/embeddings.md,
+# bench/bench_ivf.py).
 LEAD_FROM = 16384
 SHORTLIST_LEAD = 64
 LEAD_FACTOR = 10

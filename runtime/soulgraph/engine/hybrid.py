@@ -130,9 +130,8 @@ def rerank(graph: SoulGraph, scores: dict[str, float], keep: int, *, accept: Cal
     if nearest is not None:
         scores, scale = _fused(scores, nearest, via)
     if span is not None:
-        start, end = span[0], span[1] + TIME_SLACK
         for node_id in scores:
-            if start <= memory_time(nodes[node_id]) < end:
+            if in_span(nodes[node_id], span):
                 scores[node_id] *= TIME_BOOST
     return [Hit(nodes[node_id], score * scale, via.get(node_id, "match")) for node_id, score in _best(scores, keep)]
 
@@ -189,6 +188,11 @@ _TERMS: dict[tuple[int, float], tuple[float, ...]] = {}
 def memory_time(node: Node) -> float:
     """When a memory's content happened, as far as the graph knows: valid_from, else its writing."""
     return node.valid_from if node.valid_from is not None else node.created_at
+
+
+def in_span(node: Node, span: tuple[float, float]) -> bool:
+    """Whether a memory is from the time a question names (`when.window`), or TIME_SLACK after it."""
+    return span[0] <= memory_time(node) < span[1] + TIME_SLACK
 
 
 _SIBLINGS: "weakref.WeakKeyDictionary[SoulGraph, Siblings]" = weakref.WeakKeyDictionary()

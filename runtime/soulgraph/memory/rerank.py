@@ -40,6 +40,7 @@ MODEL_PATH = Path(__file__).with_name("rerank_model.json")
 FEATURES = ("place", "score share", "cosine", "cosine before", "cosine after", "idf share", "idf share before",
             "idf share after", "speaker named", "in the time named", "log words", "asks a question",
             "place by cosine", "place by words")
+_PLACES = {"place by cosine": "cosine", "place by words": "idf share"}  # the last columns, from others
 
 
 def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
@@ -78,22 +79,22 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
 
     top = ranked[0].score if ranked and ranked[0].score else 1.0
     out = np.zeros((len(ranked), len(FEATURES)))
+    own = len(FEATURES) - len(_PLACES)  # the columns each candidate has alone
     for place, hit in enumerate(ranked):
         node = hit.node
         content = node.content
         head = content[:40]
         speaker = head.split(":", 1)[0].strip().lower() if ":" in head else ""
-        when_written = hybrid.memory_time(node)
-        out[place, :12] = (
+        out[place, :own] = (
             1.0 / (1 + place), hit.score / top,
             cosine[node.id], cosine.get(before[place], 0.0), cosine.get(after[place], 0.0),
             share[node.id], share.get(before[place], 0.0), share.get(after[place], 0.0),
             float(bool(speaker) and speaker in named),
-            float(span is not None and span[0] <= when_written < span[1] + hybrid.TIME_SLACK),
+            float(span is not None and hybrid.in_span(node, span)),
             math.log1p(len(content.split())), float(content.rstrip().endswith("?")))
-    for column, source in ((12, 2), (13, 5)):  # the place by cosine alone, by words alone
-        order = np.argsort(-out[:, source], kind="stable")
-        out[order, column] = 1.0 / (1.0 + np.arange(len(ranked)))
+    for column, source in _PLACES.items():  # its place among the candidates by one column alone
+        order = np.argsort(-out[:, FEATURES.index(source)], kind="stable")
+        out[order, FEATURES.index(column)] = 1.0 / (1.0 + np.arange(len(ranked)))
     return out
 
 
@@ -115,7 +116,6 @@ class Model:
         self.mean = np.asarray(data["mean"], np.float64)
         self.spread = np.asarray(data["spread"], np.float64)
         self.weights = np.asarray(data["weights"], np.float64)
-        self.info = {key: value for key, value in data.items() if key not in ("mean", "spread", "weights")}
 
     def scores(self, x: Any) -> Any:
         return ((x - self.mean) / self.spread) @ self.weights

@@ -452,7 +452,7 @@ class SoulFile:
                     pause = min(pause * 2, 0.02)
             with contextlib.suppress(OSError):  # who holds it, for the message above
                 # Written in place at a fixed width (no truncation: that is a metadata change,
-                # 0.14 ms a write here), and only when another process wrote it last.
+                # paid at every write), and only when another process wrote it last.
                 holder = b"%-15d\n" % os.getpid()
                 if os.pread(fd, len(holder), 0) != holder:
                     os.pwrite(fd, holder, 0)

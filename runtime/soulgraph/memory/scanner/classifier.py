@@ -180,7 +180,7 @@ class _Model:
                 cache.clear()
             missing = set(words)
         # Every number has the features of "0" (w:0, and "0" in pairs): its weights are worked
-        # out once and shared, not for each new number a note brings (a date, a count: 0.09 ms).
+        # out once and shared, not for each new number a note brings (a date, a count).
         numbers = [word for word in missing if word != "0" and word.isdigit()]
         if numbers:
             missing.difference_update(numbers)
