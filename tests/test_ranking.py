@@ -102,6 +102,28 @@ def test_short_names_that_match_are_not_taken_for_copies():
     assert ids(ranking.recall(graph, "token standard", 2)) == [first.id, second.id]
 
 
+def test_a_search_in_words_ranks_the_shorter_of_two_equal_matches_first():
+    """A title-like search: both memories hold its words, the engine ties them (and breaks the
+    tie by id, the long one first); recall weighs their lengths and puts the short one, which
+    is about those words, first. A question is left in the engine's order."""
+    graph = SoulGraph(clock=Clock())
+    long = graph.add("Fee market change for the chain, with notes on burning, block elasticity, "
+                     "wallet defaults, miner tips and the plan for existing clients")
+    short = graph.add("Fee market change")
+    graph.clock.now += 30 * DAY  # recency long gone: the words alone decide
+    title = "fee market change"
+    engine = graph.query(title, 2)
+    assert ids(engine) == [long.id, short.id] and engine[0].score == engine[1].score
+    assert ids(ranking.recall(graph, title, 2)) == [short.id, long.id]
+    assert ids(ranking.recall(graph, "what is the fee market change?", 2)) == [long.id, short.id]
+    # Bounded: of mean length, a match keeps its score; far longer, it keeps three quarters.
+    factors = ranking.length_factors(graph, engine)
+    assert factors[0] < 1.0 < factors[1] < 1.2
+    assert ranking.length_factors(graph, engine[:1]) == [1.0]
+    among_short = ranking.length_factors(graph, [engine[1]] * 99 + [engine[0]])[-1]  # 5x the mean: capped at 4x
+    assert among_short == pytest.approx(2.2 / (1 + 1.2 * (0.8 + 0.2 * 4))) and among_short > 0.75
+
+
 def test_a_superseded_memory_that_matches_brings_its_replacement():
     graph = SoulGraph(clock=Clock())
     tea = graph.add("The user drinks green tea every morning", kind="preference")
@@ -139,7 +161,9 @@ def test_a_weak_match_on_a_replaced_memory_brings_nothing():
        k=st.integers(1, 12))
 def test_with_default_records_and_no_pass_recall_is_the_engine_search(texts, question, k):
     """Trust is the same factor for every default memory, no memory is superseded: recall
-    without the MMR pass must return the engine's exact top k, in order."""
+    without the MMR pass must return the engine's matches, each weighed by its length
+    (`length_factors`: a search in words), best first; asked as a question, the engine's
+    exact top k, in order."""
     graph = SoulGraph(clock=Clock())
     for i, text in enumerate(texts):
         graph.clock.now += 3600
@@ -147,7 +171,11 @@ def test_with_default_records_and_no_pass_recall_is_the_engine_search(texts, que
         if i % 3 == 0:
             graph.splay(node.id)
     query = " ".join(question)
-    assert ids(ranking.recall(graph, query, k, mmr_lambda=1.0)) == ids(graph.query(query, k))
+    found = graph.query(query, max(ranking.pool(k), ranking.CONTEXT_DEPTH))
+    weighed = sorted(zip(found, ranking.length_factors(graph, found) if found else []),
+                     key=lambda pair: (-pair[0].score * pair[1], pair[0].node.id))
+    assert ids(ranking.recall(graph, query, k, mmr_lambda=1.0)) == [hit.node.id for hit, _ in weighed[:k]]
+    assert ids(ranking.recall(graph, query + "?", k, mmr_lambda=1.0)) == ids(graph.query(query + "?", k))
     # With the pass: k results (or all there are), each once, all from the engine's matches.
     diverse = ids(ranking.recall(graph, query, k))
     matching = ids(graph.query(query, len(texts)))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections import deque
 from itertools import accumulate, chain, repeat
 from operator import add, methodcaller
@@ -114,6 +115,9 @@ class _MembersOfToken(dict):
         return members
 
 
+_MAX_COUNT = 65_535  # what a slot's word count can hold; a longer text counts as this long
+
+
 class InvertedIndex:
     """word -> set of node ids, plus each node's indexed text so it can be removed.
 
@@ -135,6 +139,9 @@ class InvertedIndex:
         self._masks_swept_at = 0  # node count when masks of words grown relatively rare were last dropped
         self._sorted_ids: list[str] = []  # every slotted id in string order, for ties broken by id
         self._unsorted_ids: list[str] = []  # slotted since `_sorted_ids` was last sorted
+        # slot -> how many distinct words its text has (0: not counted yet; a loaded graph's
+        # are counted when a search first asks), two bytes a slot: `word_count`.
+        self._word_counts = array("H")
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -156,8 +163,10 @@ class InvertedIndex:
             slot = self._slot_of[node_id] = len(self._id_at)
             self._id_at.append(node_id)
             self._unsorted_ids.append(node_id)
+            self._word_counts.append(0)
         doc = words(text)
         self._texts[node_id] = text
+        self._word_counts[slot] = min(len(doc), _MAX_COUNT)
         postings = self._postings
         for word in doc:
             posting = postings.get(word)
@@ -234,11 +243,14 @@ class InvertedIndex:
         self._slot_of.update(zip(node_ids, range(first, first + len(node_ids))))
         self._id_at.extend(node_ids)
         self._unsorted_ids.extend(node_ids)
+        self._word_counts.extend(repeat(0, len(node_ids)))
         self._texts.update(zip(node_ids, texts))
 
     def remove(self, node_id: str) -> None:
         slot = self._slot_of.get(node_id)
         text = self._texts.pop(node_id, None)
+        if slot is not None:
+            self._word_counts[slot] = 0
         for word in words(text) if text is not None else ():
             posting = self._postings[word]
             posting.discard(node_id)
@@ -275,6 +287,18 @@ class InvertedIndex:
             for node_id in self._postings[word]:
                 scores[node_id] = scores.get(node_id, 0.0) + weight
         return scores
+
+    def word_count(self, node_id: str) -> int:
+        """How many distinct words an indexed node's text has (0 for a node not indexed):
+        its length as the search sees it, counted once and kept."""
+        slot = self._slot_of.get(node_id)
+        text = self._texts.get(node_id)
+        if slot is None or text is None:
+            return 0
+        count = self._word_counts[slot]
+        if not count:
+            count = self._word_counts[slot] = min(len(words(text)), _MAX_COUNT)
+        return count
 
     def document_words(self, node_id: str) -> frozenset[str]:
         text = self._texts.get(node_id)

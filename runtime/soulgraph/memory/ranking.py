@@ -58,6 +58,11 @@ DUPLICATE_MIN_WORDS = 3
 # sees (docs/embeddings.md). With them, the word search needs to go no deeper than the pool.
 CONTEXT_DEPTH = 50
 FUSION_DEPTH = 200
+# A search in words weighs its matches' lengths as BM25 does (`length_factors`), mildly: short
+# titles sharing a proposal's rare names were losing to longer ones (docs/decisions/fusion.md).
+LENGTH_B = 0.2
+LENGTH_K1 = 1.2
+LENGTH_CAP = 4.0
 
 
 class Vectors(Protocol):
@@ -80,6 +85,19 @@ def trust(node: Node, now: float, half_life: float = record.STRENGTH_HALF_LIFE) 
     if node.confidence == record.DEFAULT_CONFIDENCE and node.strength == record.DEFAULT_STRENGTH:
         return 1.0  # the defaults: ranking strength 1, the common case
     return _raw_trust(node.confidence, ranking_strength(node, now, half_life)) / _DEFAULT_TRUST
+
+
+def length_factors(graph: SoulGraph, hits: list[Hit]) -> list[float]:
+    """Okapi BM25's length normalisation for one term, ``(k1 + 1) / (1 + k1 · (1 − b + b · n / n̄))``,
+    for each hit: n is its count of distinct words, n̄ the mean over these hits (a hit of mean
+    length keeps its score), n / n̄ capped at `LENGTH_CAP` (a long memory loses at most a
+    quarter). Mild (b = `LENGTH_B`): of two memories sharing the question's words, the shorter
+    is more about them."""
+    index, archive = graph.index, graph.archive_index
+    counts = [max(1, index.word_count(hit.node.id) or archive.word_count(hit.node.id)) for hit in hits]
+    mean = sum(counts) / len(counts)
+    k1, b, cap = LENGTH_K1, LENGTH_B, LENGTH_CAP
+    return [(k1 + 1.0) / (1.0 + k1 * (1.0 - b + b * min(cap, n / mean))) for n in counts]
 
 
 def _raw_trust(confidence: float, strength: float) -> float:
@@ -124,8 +142,13 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
     now, half_life = graph.clock(), graph.strength_half_life
     hits: dict[str, Hit] = {}
     reordered = False
-    for hit in found:
-        factor = trust(hit.node, now, half_life)
+    # A search in words (a title, names, keywords) weighs the matches' lengths; a question (one
+    # with a question mark anywhere too: "…, Joanna? Answer yes or no.") is left to the words
+    # and the vectors as they score it.
+    in_words = found and not (hybrid.is_question(text) or "?" in text)
+    lengths = length_factors(graph, found) if in_words else itertools.repeat(1.0)
+    for hit, length in zip(found, lengths):
+        factor = trust(hit.node, now, half_life) * length
         if factor != 1.0:
             hit, reordered = Hit(hit.node, hit.score * factor, hit.via), True
         hits[hit.node.id] = hit
