@@ -71,6 +71,8 @@ BENCHES: dict[str, Bench] = {
                           "docs/eval.md, docs/embeddings.md, docs/decisions/fusion.md", 10, SHARED),
     "holdout_locomo": Bench("LoCoMo dev R@10 of hybrid recall's weights, one conversation left out",
                             "docs/eval.md, docs/embeddings.md, docs/decisions/fusion.md", 2, SHARED),
+    "length_weighting": Bench("recall's length weighting for a search in words: the ledgers, LoCoMo and BEAM by b",
+                              "docs/decisions/length-weighting.md", 5, SHARED),
     "train_reranker": Bench("fits the reranking stage; LoCoMo dev with and without it, each conversation held out",
                           "docs/decisions/reranker.md", 1, SHARED),
     "peer_holographic": Bench("Hermes' holographic memory provider beside ours on LoCoMo dev",

@@ -11,7 +11,10 @@ and then applies what the memory record knows, in three steps:
    confirmation's lift (it fades with the half-life), never below a fresh memory's unless the
    memory was weakened. A memory written with confidence 0.3 weighs 0.65 / 0.85 of one at the
    default; one confirmed three times (s = 4) 1.2 / 1.125. The factors are bounded, so a
-   memory never outranks a much better match on trust alone.
+   memory never outranks a much better match on trust alone. For a search in words (not a
+   question: `weighs_length`) each hit's length counts too, as in BM25 and mildly
+   (`length_factors`): a hit of the hits' mean length keeps its score, a short one gains at
+   most a tenth, a long one loses at most a quarter.
 2. Replacements. A superseded memory that matches the question well (it would have made the
    top k) brings in the memory that replaced it (the end of its `superseded_by` chain),
    scored `REPLACEMENT_SHARE` of the old one, marked ``via="replaces <old id>"``: "what do I
@@ -59,7 +62,7 @@ DUPLICATE_MIN_WORDS = 3
 CONTEXT_DEPTH = 50
 FUSION_DEPTH = 200
 # A search in words weighs its matches' lengths as BM25 does (`length_factors`), mildly: short
-# titles sharing a proposal's rare names were losing to longer ones (docs/decisions/fusion.md).
+# titles sharing a proposal's rare names were losing to longer ones (docs/decisions/length-weighting.md).
 LENGTH_B = 0.2
 LENGTH_K1 = 1.2
 LENGTH_CAP = 4.0
@@ -85,6 +88,14 @@ def trust(node: Node, now: float, half_life: float = record.STRENGTH_HALF_LIFE) 
     if node.confidence == record.DEFAULT_CONFIDENCE and node.strength == record.DEFAULT_STRENGTH:
         return 1.0  # the defaults: ranking strength 1, the common case
     return _raw_trust(node.confidence, ranking_strength(node, now, half_life)) / _DEFAULT_TRUST
+
+
+def weighs_length(text: str) -> bool:
+    """Whether recall weighs its matches' lengths for `text`: for a search in words (a title,
+    names, keywords), not for a question (one with a question mark anywhere too: "…, Joanna?
+    Answer yes or no."), which the words and the vectors score as they are: on LoCoMo and BEAM
+    the weighing cost the answers' long turns (docs/decisions/length-weighting.md)."""
+    return not (hybrid.is_question(text) or "?" in text)
 
 
 def length_factors(graph: SoulGraph, hits: list[Hit]) -> list[float]:
@@ -142,11 +153,7 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
     now, half_life = graph.clock(), graph.strength_half_life
     hits: dict[str, Hit] = {}
     reordered = False
-    # A search in words (a title, names, keywords) weighs the matches' lengths; a question (one
-    # with a question mark anywhere too: "…, Joanna? Answer yes or no.") is left to the words
-    # and the vectors as they score it.
-    in_words = found and not (hybrid.is_question(text) or "?" in text)
-    lengths = length_factors(graph, found) if in_words else itertools.repeat(1.0)
+    lengths = length_factors(graph, found) if found and weighs_length(text) else itertools.repeat(1.0)
     for hit, length in zip(found, lengths):
         factor = trust(hit.node, now, half_life) * length
         if factor != 1.0:
