@@ -11,7 +11,7 @@ setting for each conversation (a ceiling nobody could pick in advance).
 
 Everything goes through the harness's own replay (soulgraph.eval.locomo.replay_locomo) and
 scoring; each setting is a retriever registered at run time that sets the module constants, asks
-`ranking.recall` with the vectors, and puts them back. One VectorStore per conversation is shared
+`ranking.recall` with the vectors (without the reranking stage), and puts them back. One VectorStore per conversation is shared
 by all the settings (the weights act at question time only). Nothing in the runtime is edited.
 """
 
@@ -80,7 +80,10 @@ def _retriever(setting: dict) -> type:
             for (module, attribute), value in values.items():
                 setattr(module, attribute, value)
             try:
-                return [hit.node.id for hit in ranking.recall(self.graph, text, k, vectors=_store(self.graph))]
+                # The fusion's weights alone: the reranking stage after it is measured by
+                # bench/train_reranker.py, fitted on these same conversations.
+                return [hit.node.id for hit in ranking.recall(self.graph, text, k, vectors=_store(self.graph),
+                                                              stage=False)]
             finally:
                 for (module, attribute), value in saved.items():
                     setattr(module, attribute, value)

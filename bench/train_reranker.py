@@ -9,12 +9,13 @@ hybrid recall (memory/ranking.py with the static vectors) as the eval asks it. T
 `rerank.features` are taken of the candidates recall hands the stage (its first `rerank.DEPTH`,
 label: the candidate is evidence); a logistic regression (numpy, L2, the few evidence rows
 weighted up) is fitted on four conversations, and recall is asked again with the stage using
-those weights on the fifth. The table gives R@1, R@5, R@10 and MRR of recall as served and with
-the stage, per held-out conversation, over all questions and by category.
+those weights on the fifth. The table gives R@1, R@5, R@10 and MRR of recall without the stage
+and with it, per held-out conversation, over all questions and by category.
 
 `--write` then fits on all five conversations and writes rerank.MODEL_PATH: the weights, the
 features' means and spreads, and the held-out figures (fourteen numbers and their scales: no
-text of the data set is in the file). The stage is used by recall only when rerank.ENABLED.
+text of the data set is in the file). Recall uses the shipped stage while rerank.ENABLED (the
+tools' answers; the provider's prefetch asks recall without it).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def main() -> int:
     print(f"LoCoMo dev: {len(conversations)} conversations, {sum(len(c['asked']) for c in conversations)} questions, "
           f"recall's first {rerank.DEPTH} reordered by the stage; each conversation held out in turn; "
           f"{time.perf_counter() - started:.0f} s to replay\n")
-    print("| held out | questions | served R@1 / R@5 / R@10 / MRR | with the stage R@1 / R@5 / R@10 / MRR |")
+    print("| held out | questions | without the stage R@1 / R@5 / R@10 / MRR | with the stage R@1 / R@5 / R@10 / MRR |")
     print("|---|---:|---|---|")
     served_all, staged_all = [], []
     by_category: dict[str, tuple[list, list]] = {}
@@ -162,7 +163,7 @@ def main() -> int:
         print(f"| {held['name']} | {len(served)} | {row(measure(served))} | {row(measure(staged))} |")
     totals = (measure(served_all), measure(staged_all))
     print(f"| **all** | {len(served_all)} | {row(totals[0])} | {row(totals[1])} |")
-    print("\n| category | questions | served R@1 / R@10 | with the stage R@1 / R@10 |\n|---|---:|---|---|")
+    print("\n| category | questions | without the stage R@1 / R@10 | with the stage R@1 / R@10 |\n|---|---:|---|---|")
     for category, (served, staged) in sorted(by_category.items()):
         a, b = measure(served), measure(staged)
         print(f"| {category} | {len(served)} | {a['R@1']:.3f} / {a['R@10']:.3f} | {b['R@1']:.3f} / {b['R@10']:.3f} |")

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from soulgraph.engine.graph import SoulGraph
+from soulgraph.hermes import memory_service
 from soulgraph.memory import ranking, rerank
-from soulgraph.store.vectors import VectorStore
+from soulgraph.store import SoulFile
+from soulgraph.store.vectors import VectorStore, vectors_path
 
 DAY = 86400.0
 TURNS = [
@@ -45,8 +47,8 @@ def vectors():
     return store
 
 
-def test_the_stage_is_off_by_default_and_its_weights_are_numbers_only():
-    assert rerank.ENABLED is False
+def test_the_stage_is_on_for_the_tools_off_in_prefetch_and_its_weights_are_numbers_only():
+    assert rerank.ENABLED is True and memory_service.PREFETCH_STAGE is False
     record = json.loads(rerank.MODEL_PATH.read_text(encoding="utf-8"))
     assert record["features"] == list(rerank.FEATURES) and record["trained_by"] == "bench/train_reranker.py"
     assert len(record["weights"]) == len(record["mean"]) == len(record["spread"]) == len(rerank.FEATURES)
@@ -65,7 +67,7 @@ def test_recall_hands_the_stage_its_candidates_for_a_question_only(vectors):
         handed.append(list(ranked))
         return ranked
 
-    plain = ranking.recall(graph, "What did the kids like about camping?", 5, vectors=vectors)
+    plain = ranking.recall(graph, "What did the kids like about camping?", 5, vectors=vectors, stage=False)
     same = ranking.recall(graph, "What did the kids like about camping?", 5, vectors=vectors, reorder=capture)
     assert [h.node.id for h in same] == [h.node.id for h in plain]  # a stage that changes nothing
     assert len(handed) == 1 and len(handed[0]) >= 5
@@ -136,3 +138,23 @@ def test_when_on_recall_uses_the_shipped_weights_and_never_returns_an_excluded_m
     monkeypatch.setattr(rerank, "ENABLED", False)
     off = ranking.recall(graph, question, 10, vectors=vectors, exclude={"t9"})
     assert [h.node.id for h in off] != [h.node.id for h in hits]  # the stage changed the order
+
+
+def test_the_providers_prefetch_ranks_without_the_stage_and_the_tools_with_it(tmp_path, monkeypatch):
+    """Prefetch (MemoryService.recall) asks recall with `stage=False`: its lines are the same
+    whether the stage is on or off; soul_related's ranking, asked the same question, moves."""
+    soul = SoulFile(tmp_path / "soul.json")
+    store = VectorStore(vectors_path(soul.path), background=False)
+    if not store.enabled:
+        pytest.skip(store.reason)
+    service = memory_service.MemoryService(soul, embed=True, vectors=store)
+    for turn in TURNS * 4:  # enough candidates for the stage to have an order to change
+        service.sync_turn(user=turn, session_id="s1", platform="cli")
+    question = "What did the kids like about camping?"
+    assert store.ready(service.soul.graph())
+    on = service.recall(query=question, limit=10)
+    with_stage = [h.node.id for h in ranking.related(service.soul.graph(), question, 30, vectors=store)]
+    monkeypatch.setattr(rerank, "ENABLED", False)
+    assert service.recall(query=question, limit=10) == on
+    without = [h.node.id for h in ranking.related(service.soul.graph(), question, 30, vectors=store)]
+    assert with_stage != without

@@ -59,6 +59,10 @@ from soulgraph.store.vectors import VectorStore, vectors_path
 
 RECALL_BUDGET = 1500  # characters of recalled memory injected before a turn
 RECALL_LIMIT = 8
+# The reranking stage (memory/rerank.py) reorders the tools' answers to a question, not what
+# prefetch injects: on LoCoMo the share of evidence injected went 0.61 -> 0.60 with it, since the
+# budget and the consolidated memories choose the lines (docs/decisions/reranker.md).
+PREFETCH_STAGE = False
 SNAPSHOT_CHARS = 2200
 MIRROR_WRITER = "hermes:memory_tool"
 LATER_NOTE = "a later memory says"  # a recall line's note of a newer value shown beside it (memory/updates.py)
@@ -319,7 +323,7 @@ class MemoryService:
         # again one by one: none reaches the prompt.
         exclude = flagged.excluded(graph, scopes.Reader(scope).hidden_ids(graph), version=self.soul.seq)
         now = graph.clock()
-        found = ranking.related(graph, query, depth, vectors=self.vectors, exclude=exclude)
+        found = ranking.related(graph, query, depth, vectors=self.vectors, exclude=exclude, stage=PREFETCH_STAGE)
         # The named things the turn is about (not the ones named everywhere) lift what is held of them.
         tags = entities.query_tags(graph, query, scope)
         if tags:

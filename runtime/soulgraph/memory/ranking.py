@@ -136,13 +136,15 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
            recency_weight: float | None = None, mmr_lambda: float | None = None,
            vectors: Vectors | None = None, neighbours: bool = True, time_aware: bool = True,
            exclude: AbstractSet[str] = frozenset(),
-           reorder: Callable[[list[Hit]], list[Hit]] | None = None) -> list[Hit]:
+           reorder: Callable[[list[Hit]], list[Hit]] | None = None, stage: bool = True) -> list[Hit]:
     """The k memories recall returns for `text`, best first (see the module text). `vectors`,
     `neighbours` and `time_aware` are the steps of engine/hybrid.py; all off, recall is what it
     was before them (the eval's `recall_before`). `exclude`: ids no step may return (other
     users' memories, `SoulGraph.hidden_from`). `reorder`: for a question with the vectors ready,
     what reorders the candidates before variety, `rerank.DEPTH` of them at least (default: the
-    reranking stage when `rerank.ENABLED`, else none; bench/train_reranker.py passes its own)."""
+    reranking stage when `rerank.ENABLED` and `stage`, else none; bench/train_reranker.py passes
+    its own). `stage=False`: never the shipped stage (the provider's prefetch, which it does not
+    help: docs/decisions/reranker.md)."""
     if k <= 0:
         return []
     fused = vectors is not None and hybrid.is_question(text) and vectors.ready(graph)
@@ -166,7 +168,7 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
             hits[hit.node.id], reordered = hit, True
     # The search's own order is (-score, id) already, unless a score changed here.
     ranked = sorted(hits.values(), key=lambda h: (-h.score, h.node.id)) if reordered else found
-    if fused and reorder is None and rerank.ENABLED and rerank.shipped() is not None:
+    if fused and reorder is None and stage and rerank.ENABLED and rerank.shipped() is not None:
         reorder = functools.partial(rerank.reorder, graph, text, vectors=vectors, exclude=exclude)
     staged = fused and reorder is not None
     ranked = _hybrid(graph, text, ranked, max(k, rerank.DEPTH) if staged else k, tag, include_archived, where,
@@ -216,12 +218,14 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
 
 def related(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
             vectors: Vectors | None = None, where: Callable[[Node], bool] | None = None,
-            exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
+            exclude: AbstractSet[str] = frozenset(), stage: bool = True) -> list[Hit]:
     """What `soul_related` returns: recall's hits, then their DAG parents and children
     (`SoulGraph.related`; neighbours inherit a share of a hit's score, all sorted by score).
-    `where`, `exclude`: only the memories it accepts, none it excludes, hits and neighbours alike."""
+    `where`, `exclude`: only the memories it accepts, none it excludes, hits and neighbours alike.
+    `stage`: as for `recall`."""
     return graph.related(text, k, hint=hint, where=where, exclude=exclude,
-                         hits=recall(graph, text, k, hint=hint, vectors=vectors, where=where, exclude=exclude))
+                         hits=recall(graph, text, k, hint=hint, vectors=vectors, where=where, exclude=exclude,
+                                     stage=stage))
 
 
 def _replacements(graph: SoulGraph, text: str, hint: str | None, hits: dict[str, Hit], k: int, tag: str | None,

@@ -1,6 +1,6 @@
 """A reranking stage for recall: a question's first `DEPTH` candidates, reordered by a linear
-model over what recall already knows. Off unless `ENABLED` (docs/decisions/reranker.md: measured,
-not yet shipped).
+model over what recall already knows, for the tools' answers (`soul_query`, `soul_related`);
+the provider's prefetch leaves it out (docs/decisions/reranker.md). `ENABLED = False` turns it off.
 
 No cross-encoder can be installed without a download at run time, so the stage scores each
 candidate by a weighted sum of cheap features (`FEATURES`, computed by `features`): its place and
@@ -34,7 +34,7 @@ from soulgraph.engine import hybrid, when
 from soulgraph.engine.graph import Hit, SoulGraph
 from soulgraph.engine.index import words
 
-ENABLED = False  # recall reorders with the shipped weights only when this is True
+ENABLED = True  # recall reorders a question's candidates with the shipped weights (unless asked not to)
 DEPTH = 30  # candidates reordered (fitting on 20 or 50 gave a lower R@1: docs/decisions/reranker.md)
 MODEL_PATH = Path(__file__).with_name("rerank_model.json")
 FEATURES = ("place", "score share", "cosine", "cosine before", "cosine after", "idf share", "idf share before",

@@ -312,7 +312,8 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
     async def soul_related(query: QueryText, limit: Limit = 10, hint: Hint = "") -> shapes.Results:
         """What earlier work is this built on? Searches memories for `query`, then adds each
         hit's DAG parents and children, so the old foundation under a recent match is found
-        too. Use before building on earlier work."""
+        too. Use before building on earlier work. Ranked as `soul_query` ranks (a question's
+        candidates reranked, about 1 ms)."""
         graph = tools.read()
         return {"results": tools.hits(ranking.related(graph, query, limit, hint=hint or None, vectors=tools.vectors,
                                                       exclude=tools.reader.hidden_ids(graph)))}
@@ -333,7 +334,9 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         in; `tag` keeps only nodes with it; `kind`, `status` and the time filters narrow it further.
         `about` answers "what do we know about X?": the memories that name X (entities are
         recognised as memories are written), searched by `query` or, without one, all of them;
-        when no memory was tagged with X, a search for its words."""
+        when no memory was tagged with X, a search for its words. A question is matched by meaning
+        too (with the vectors), and its first 30 candidates are reordered by a reranking stage
+        (about 1 ms); a search in words weighs each match's length."""
         try:
             times = {name: filters.parse_time(value, name) if value else None for name, value in
                      (("created_after", created_after), ("created_before", created_before), ("valid_at", valid_at))}
