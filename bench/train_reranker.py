@@ -13,7 +13,7 @@ those weights on the fifth. The table gives R@1, R@5, R@10 and MRR of recall wit
 and with it, per held-out conversation, over all questions and by category.
 
 `--write` then fits on all five conversations and writes rerank.MODEL_PATH: the weights, the
-features' means and spreads, and the held-out figures (fourteen numbers and their scales: no
+features' means and spreads, and the held-out figures (sixteen numbers and their scales: no
 text of the data set is in the file). Recall uses the shipped stage while rerank.ENABLED (the
 tools' answers; the provider's prefetch asks recall without it).
 """

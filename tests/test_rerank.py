@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from soulgraph.engine.graph import SoulGraph
+from soulgraph.engine.graph import Hit, SoulGraph
 from soulgraph.hermes import memory_service
 from soulgraph.memory import ranking, rerank
 from soulgraph.store import SoulFile
@@ -122,6 +122,22 @@ def test_another_users_memory_is_no_context(vectors):
     at = [h.node.id for h in ranked].index("t5")
     before = rerank.FEATURES.index("cosine before")
     assert seen[at, before] != 0.0 and hidden[at, before] == 0.0
+
+
+def test_a_candidate_holding_what_the_question_asks_for_and_one_after_a_question_are_marked(vectors):
+    """"When" asks for a time and "how many" for a number: a candidate holding one is marked in
+    its column, and only for that kind of question; a memory right after a question is marked
+    as following one (t5 follows "Did you paint it from a photo?", t2 "How did it feel?")."""
+    graph = conversation()
+    hits = [Hit(graph.nodes[i], 1.0) for i in ("t3", "t7", "t5", "t2")]
+    column = {name: rerank.FEATURES.index(name) for name in ("a time for when", "a number for how many", "before asks")}
+    when = rerank.features(graph, "When did the kids go camping?", hits, vectors)
+    assert when[:, column["a time for when"]].tolist() == [1.0, 1.0, 0.0, 0.0]  # "last week", "in June"
+    assert when[:, column["a number for how many"]].tolist() == [0.0] * 4
+    assert when[:, column["before asks"]].tolist() == [0.0, 0.0, 1.0, 1.0]
+    how_many = rerank.features(graph, "How many times did they paint?", hits, vectors)
+    assert how_many[:, column["a time for when"]].tolist() == [0.0] * 4
+    assert rerank.features(graph, "What did they paint?", hits, vectors)[:, column["a time for when"]].tolist() == [0.0] * 4
 
 
 def test_when_on_recall_uses_the_shipped_weights_and_never_returns_an_excluded_memory(vectors, monkeypatch):

@@ -8,11 +8,13 @@ score in recall's order; the cosines of the question with it and with the memori
 before and after it under the same parent (engine/hybrid.py's neighbours); the share of the
 question's idf that each of those three holds; whether its speaker ("Name: ...") is named in the
 question; whether it lies in the time the question names; its length; whether it asks a question
-itself; and its place among the candidates by its cosine alone and by its words alone.
+itself; whether it holds what the question asks for (a time for "when", a number for "how
+many"); whether the memory before it asks a question (an answer follows its question); and its
+place among the candidates by its cosine alone and by its words alone.
 
 The weights come from `bench/train_reranker.py` (a logistic regression in numpy, fitted on LoCoMo
 dev, each conversation held out in turn for the figures it records) and live in
-`rerank_model.json` beside this module: fourteen numbers and the features' means and spreads,
+`rerank_model.json` beside this module: sixteen numbers and the features' means and spreads,
 no text. Without the file, or without numpy, the stage leaves recall's order as it is.
 
 Recall calls `reorder` after neighbours, vectors and dates and before variety (memory/ranking.py),
@@ -27,6 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from pathlib import Path
 from typing import AbstractSet, Any, Sequence
 
@@ -39,6 +42,7 @@ DEPTH = 30  # candidates reordered (fitting on 20 or 50 gave a lower R@1: docs/d
 MODEL_PATH = Path(__file__).with_name("rerank_model.json")
 FEATURES = ("place", "score share", "cosine", "cosine before", "cosine after", "idf share", "idf share before",
             "idf share after", "speaker named", "in the time named", "log words", "asks a question",
+            "a time for when", "a number for how many", "before asks",
             "place by cosine", "place by words")
 _PLACES = {"place by cosine": "cosine", "place by words": "idf share"}  # the last columns, from others
 
@@ -77,6 +81,7 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
     share = {node_id: sum(weight for word, weight in idf.items() if word in held) / total
              for node_id in everyone for held in (_words_of(nodes[node_id].content),)}
 
+    kind = _answer_kind(text)
     top = ranked[0].score if ranked and ranked[0].score else 1.0
     out = np.zeros((len(ranked), len(FEATURES)))
     own = len(FEATURES) - len(_PLACES)  # the columns each candidate has alone
@@ -91,11 +96,33 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
             share[node.id], share.get(before[place], 0.0), share.get(after[place], 0.0),
             float(bool(speaker) and speaker in named),
             float(span is not None and hybrid.in_span(node, span)),
-            math.log1p(len(content.split())), float(content.rstrip().endswith("?")))
+            math.log1p(len(content.split())), float(content.rstrip().endswith("?")),
+            float(kind is _TIME and _TIME.search(content) is not None),
+            float(kind is _NUMBER and _NUMBER.search(content) is not None),
+            float(before[place] is not None and nodes[before[place]].content.rstrip().endswith("?")))
     for column, source in _PLACES.items():  # its place among the candidates by one column alone
         order = np.argsort(-out[:, FEATURES.index(source)], kind="stable")
         out[order, FEATURES.index(column)] = 1.0 / (1.0 + np.arange(len(ranked)))
     return out
+
+
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_TIME = re.compile(rf"(?i)\b(?:{_MONTHS}|{_DAYS}|yesterday|today|tonight|tomorrow|weekend|ago|last (?:week|month|year|night)"
+                   rf"|next (?:week|month|year)|this (?:week|month|year|morning)|(?:19|20)\d\d|since|recently)\b")
+_NUMBER = re.compile(r"(?i)\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twice|once|dozen|hundred)\b")
+
+
+def _answer_kind(question: str) -> re.Pattern[str] | None:
+    """What an answer to the question holds, from its first words: a time for "when" (a date, a
+    weekday, "yesterday", "last week", "two years ago"), a number for "how many / much / long /
+    often / old"; else None. (A name for "who" or "where" was tried: its weight came out nil.)"""
+    low = question.lower().lstrip()
+    if low.startswith("when") or low.startswith("what year") or low.startswith("what date"):
+        return _TIME
+    if low.startswith(("how many", "how much", "how long", "how often", "how old")):
+        return _NUMBER
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
