@@ -106,10 +106,11 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
     return out
 
 
-_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
-_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-_TIME = re.compile(rf"(?i)\b(?:{_MONTHS}|{_DAYS}|yesterday|today|tonight|tomorrow|weekend|ago|last (?:week|month|year|night)"
-                   rf"|next (?:week|month|year)|this (?:week|month|year|morning)|(?:19|20)\d\d|since|recently)\b")
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
+# Months and weekdays capitalised ("May", not "may"); the rest in any case.
+_TIME = re.compile(rf"\b(?:{_MONTHS}|{_DAYS}|(?i:yesterday|today|tonight|tomorrow|weekend|ago|last (?:week|month|year|night)"
+                   rf"|next (?:week|month|year)|this (?:week|month|year|morning)|since|recently)|(?:19|20)\d\d)\b")
 _NUMBER = re.compile(r"(?i)\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twice|once|dozen|hundred)\b")
 
 
