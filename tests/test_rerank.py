@@ -5,6 +5,10 @@ and its shipped weights are numbers only."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +20,7 @@ from soulgraph.store import SoulFile
 from soulgraph.store.vectors import VectorStore, vectors_path
 
 DAY = 86400.0
+ROOT = Path(__file__).resolve().parent.parent
 TURNS = [
     "Caroline: I went to a support group for trans people yesterday.",
     "Melanie: That sounds brave! How did it feel?",
@@ -174,3 +179,26 @@ def test_the_providers_prefetch_ranks_without_the_stage_and_the_tools_with_it(tm
     assert service.recall(query=question, limit=10) == on
     without = [h.node.id for h in ranking.related(service.soul.graph(), question, 30, vectors=store)]
     assert with_stage != without
+
+
+def test_the_features_are_the_same_in_every_process(vectors):
+    """String hashing is seeded per process: a feature summed in a set's order would differ in
+    its last bit from one run to the next and flip near-ties (the doc samples caught one)."""
+    script = (
+        "import sys; sys.path[:0] = ['.', 'runtime']\n"
+        "from tests.test_rerank import conversation, question_set\n"
+        "print(question_set())\n")
+    runs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True,
+                           cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(runs) == 1 and runs.pop().strip()
+
+
+def question_set() -> str:
+    """The stage's features for a few questions over `conversation()`, every bit of them."""
+    store = VectorStore(None, background=False)
+    graph = conversation()
+    assert store.ready(graph)
+    hits = [Hit(graph.nodes[f"t{n}"], 1.0 / (n + 1)) for n in range(len(TURNS))]
+    texts = ("What did the kids like most about camping and the stars?", "When did Melanie paint the sunset?",
+             "How many kids does Melanie take camping?")
+    return " ".join(rerank.features(graph, text, hits, store).tobytes().hex() for text in texts)

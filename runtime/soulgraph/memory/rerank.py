@@ -56,8 +56,9 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
 
     index = vectors.index
     question = vectors.question_vector(text)
-    asked = words(text)
-    idf = {word: graph.index.idf(word) for word in asked}
+    # In a fixed order: a sum over a set's order would vary in its last bit from one process to
+    # the next (string hashing is seeded per process), and so would a near-tie between candidates.
+    idf = {word: graph.index.idf(word) for word in sorted(words(text))}
     total = sum(idf.values()) or 1.0
     span = when.window(text, graph.clock())
     named = {token.strip(".,;:!?\"'()").lower() for token in text.replace("'s ", " ").split()}
