@@ -14,7 +14,7 @@ and then applies what the memory record knows, in three steps:
    memory never outranks a much better match on trust alone. For a search in words (not a
    question: `weighs_length`) each hit's length counts too, as in BM25 and mildly
    (`length_factors`): a hit of the hits' mean length keeps its score, a short one gains at
-   most a tenth, a long one loses at most a quarter.
+   most an eighth, a long one loses at most a quarter.
 2. Replacements. A superseded memory that matches the question well (it would have made the
    top k) brings in the memory that replaced it (the end of its `superseded_by` chain),
    scored `REPLACEMENT_SHARE` of the old one, marked ``via="replaces <old id>"``: "what do I
