@@ -314,6 +314,57 @@ def test_a_memory_shown_as_since_updated_brings_the_memory_that_changed_it(servi
     assert "45 sources" in shown[1] and "since updated: 45 → 52" in shown[1]
 
 
+def test_a_later_value_recall_did_not_show_is_found_and_shown_above_the_older(service):
+    """The question says the older wording ("my scheduled safety inspection"), so the newer date,
+    said with other words and no cue, ranks below what prefetch shows; the search for the older
+    value's slot among later memories brings it in, right above it, in the place of the last
+    line. Another thing's later date, another user's, and a question asking for another kind of
+    value bring nothing."""
+    session(service, "s0", *(f"Note {n}: the {thing} needs a look." for n, thing in enumerate((
+        "boiler", "bike", "garden", "roof", "car", "printer", "fence", "shed", "sink", "oven"))))
+    service.clock.now += DAY
+    session(service, "s1", "I've scheduled a safety inspection for the apartment on March 23, focusing on smoke "
+                           "detectors.",
+            "The apartment lease I scheduled to sign is for the apartment with the safety rail.")
+    service.clock.now += DAY
+    session(service, "s2", "I've scheduled a dentist appointment on March 30.", scope="other")
+    session(service, "s3", "I've got a safety inspection coming up on March 25, what should I prepare?",
+            "I've scheduled a dentist appointment on March 28.", "The balcony safety rail gets fitted on March 27.")
+    question = "When is my scheduled safety inspection for the apartment?"
+    graph = service.soul.graph()
+    ranked = [h.node.content for h in ranking.related(graph, question, 2)]
+    assert "March 23" in ranked[0] and "lease" in ranked[1]  # what the search alone gives
+    lines = service.recall(query=question, limit=2)["text"].splitlines()
+    assert len(lines) == 2 and "March 25" in lines[0] and "March 23" in lines[1]
+    # a question for a count searches for no later date; nor does one asking no kind of value
+    assert not any("March 25" in line for line in service.recall(
+        query="How many safety inspections are scheduled for the apartment?", limit=2)["text"].splitlines())
+    assert not any("March 25" in line for line in service.recall(
+        query="Tell me about my scheduled safety inspection for the apartment", limit=2)["text"].splitlines())
+    nodes = {n.content.removeprefix("User: "): n for n in graph.nodes.values() if n.kind == "episodic_event"}
+    older = next(n for text, n in nodes.items() if "March 23" in text)
+    found = updates.later_statements(graph, question, [older], lambda n: True)
+    assert [(f.old.text, f.new.text) for f in found] == [("March 23", "March 25")]
+    # without it, the rail's date shares one word of the slot ("safety"), too little to be its value
+    assert updates.later_statements(graph, question, [older], lambda n: "March 25" not in n.content) == []
+    dentist = next(n for text, n in nodes.items() if "March 28" in text)
+    assert updates.later_statements(graph, "When is my dentist appointment scheduled?", [dentist],
+                                    lambda n: True) == []  # the later one is another user's
+
+
+def test_a_line_holding_the_kind_of_value_asked_for_stands_above_one_without(service):
+    session(service, "s1", "Zara and I planned a woodworking market stall at the bazaar, for the spring.",
+            "The woodworking market stall already has 25 pre-registrations from people who signed up.")
+    graph = service.soul.graph()
+    turn = lambda words: next(n for n in graph.nodes.values()  # noqa: E731
+                              if n.kind == "episodic_event" and words in n.content)
+    plan, count = turn("planned"), turn("25 pre-registrations")
+    question = "How many people have signed up for the woodworking market stall?"
+    assert updates.answers_first(question, [plan, count]) == [count, plan]
+    assert updates.answers_first("When is the woodworking market stall?", [plan, count]) == [plan, count]
+    assert updates.answers_first("Who planned the woodworking market stall?", [plan, count]) == [plan, count]
+
+
 def test_soul_query_says_which_values_a_later_memory_changed(tmp_path):
     """The tools say it too: a turn a later one changed a value of carries `updated` in
     soul_query's results, over a real MCP connection."""

@@ -337,12 +337,15 @@ class MemoryService:
         shown = {h.node.id for h in hits}
         hits = [h for h in hits if not (h.node.kind == "episodic_event" and _drawn_into(graph, h.node.id, shown))]
         hits = hits[: int(limit)]
-        # A memory a later one changed a value of is shown with the one that changed it: the
-        # newer stands right above it, in the place of the last hit if need be.
-        shown_nodes = _with_changers(graph, [h.node for h in hits], int(limit), shown_here)
+        # A memory a later one changed a value of is shown with the one that changed it, and one
+        # holding a value the question asks with a later statement of another: the newer stands
+        # right above it, in the place of the last hit if need be.
+        shown_nodes = _with_changers(graph, query, [h.node for h in hits], int(limit), shown_here)
         lines, ids, used = [], [], 0
         # A newer value for what the question asks stands above an older one, and the older
         # one's line names it (memory/updates.py): both are kept, the model sees which is later.
+        # Lines holding the kind of value the question asks for ("when": a date) come first.
+        shown_nodes = updates.answers_first(query, shown_nodes)
         later = updates.later_values(query, shown_nodes)
         for node in updates.newer_first(query, shown_nodes, later):
             day = time.strftime("%Y-%m-%d", time.gmtime(node.seen_at))
@@ -469,20 +472,30 @@ def _drawn_into(graph: SoulGraph, node_id: str, shown: Any) -> bool:
     return any(graph.nodes[c].source == consolidation.SOURCE for c in set(shown).intersection(graph.children.get(node_id, ())))
 
 
-def _with_changers(graph: SoulGraph, nodes: list[Any], limit: int, visible: Callable[[Any], bool]) -> list[Any]:
-    """`nodes`, each one a later memory changed a value of (lifecycle.revise) preceded by the
-    newest of those it can see, if not shown already; at most `limit`, the lowest-ranked of
-    the others dropped for them."""
+def _with_changers(graph: SoulGraph, query: str, nodes: list[Any], limit: int,
+                   visible: Callable[[Any], bool]) -> list[Any]:
+    """`nodes`, each one preceded by the newer memory that changed a value it holds, if not
+    shown already: one a later memory changed (lifecycle.revise), by the newest of those it can
+    see; one holding a value of what the question asks, by a later statement of another value
+    for it that the graph's search finds (updates.later_statements). At most `limit`, the
+    lowest-ranked of the others dropped for them."""
     out, paired = list(nodes), set()
+
+    def pair(older: Any, newer: Any) -> None:
+        shown = [n.id for n in out]
+        if newer.id in shown or older.id not in shown or _drawn_into(graph, newer.id, shown):
+            return
+        out.insert(shown.index(older.id), newer)
+        paired.update((older.id, newer.id))
+
     for node in nodes:
         changes = node.metadata.get(lifecycle.UPDATED) or []
         newer = next((graph.nodes[c["by"]] for c in reversed(changes)
                       if isinstance(c, dict) and c.get("by") in graph.nodes and visible(graph.nodes[c["by"]])), None)
-        shown = [n.id for n in out]
-        if newer is None or newer.id in shown or node.id not in shown or _drawn_into(graph, newer.id, shown):
-            continue
-        out.insert(shown.index(node.id), newer)
-        paired.update((node.id, newer.id))
+        if newer is not None:
+            pair(node, newer)
+    for later in updates.later_statements(graph, query, nodes, visible):
+        pair(later.older, later.newer)
     while len(out) > limit:  # the lowest-ranked line that is not one of a pair makes room
         spare = next((i for i in range(len(out) - 1, -1, -1) if out[i].id not in paired), len(out) - 1)
         del out[spare]

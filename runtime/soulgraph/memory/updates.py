@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from soulgraph.engine.graph import ACTIVE, Node, SoulGraph
 from soulgraph.engine.index import STOPWORDS, stem
@@ -431,9 +432,7 @@ def later_values(question: str, nodes: list[Node]) -> list[Later]:
             for other in nodes:
                 if other.seen_at >= node.seen_at:
                     continue
-                old = next((v for v in held[other.id] if v.type == value.type and _same_unit(v, value)
-                            and v.target == value.target and v.norm != value.norm
-                            and len(v.slot & value.slot & asked) >= MIN_ABOUT), None)
+                old = next((v for v in held[other.id] if _changes(v, value, asked)), None)
                 if old is not None:
                     found.append(Later(other, node, old, value))
     return found
@@ -454,3 +453,102 @@ def newer_first(question: str, nodes: list[Node], later: list[Later] | None = No
             order.remove(node)
             order.insert(order.index(above[0]), node)
     return order
+
+
+# A newer statement recall did not show. The question's words may match the older wording
+# best ("my scheduled safety inspection" and "I've scheduled a safety inspection … on March 23"),
+# so the newer value ("a safety inspection coming up on March 25") can rank below what is shown.
+# For a shown memory holding a value of what the question asks, the graph's word search for
+# that value's slot among later memories finds it. A memory found this way was not among
+# recall's answers, so it is held to more than `later_values` holds a shown pair to: a value of
+# the kind the question asks for ("when": a date or a time; "how many": a count), and its slot
+# holds at least `SLOT_SHARE` of the weight (idf) of the question's words in the older value's.
+LOOKUPS = 3  # shown memories whose asked values are searched for, in rank order
+LOOKED_AT = CANDIDATES  # later memories one search brings
+SLOT_SHARE = 0.5
+
+_ASKED_KIND = (
+    (re.compile(r"\bwhen\b|\bwhat\s+(?:date|day|time)\b|\bwhich\s+(?:date|day)\b", re.IGNORECASE), ("date", "time")),
+    (re.compile(r"\bhow\s+many\b", re.IGNORECASE), ("number",)),
+    (re.compile(r"\bhow\s+much\b", re.IGNORECASE), ("money", "number", "percent")),
+    (re.compile(r"\bwhat\s+(?:percentage|percent|share|rate)\b", re.IGNORECASE), ("percent",)),
+)
+
+
+def asked_kinds(question: str) -> tuple[str, ...]:
+    """The kinds of value a question asks for, by its question words; () when it does not say."""
+    for pattern, kinds in _ASKED_KIND:
+        if pattern.search(question):
+            return kinds
+    return ()
+
+
+def answers_first(question: str, nodes: list[Node]) -> list[Node]:
+    """`nodes` with those holding a value of the kind the question asks for (`asked_kinds`), in
+    a slot that shares one of its words, moved above those that hold none; each part keeps its
+    rank order. "How many people signed up for the market stall?": the line with "25
+    pre-registrations" for the stall stands above the one that only planned it."""
+    kinds = asked_kinds(question)
+    asked = question_words(question)
+    if not kinds or len(asked) < MIN_ASKED:
+        return list(nodes)
+    holding = [any(v.type in kinds for v in _asked_values(node, asked)) for node in nodes]
+    return [n for n, h in zip(nodes, holding) if h] + [n for n, h in zip(nodes, holding) if not h]
+
+
+def later_statements(graph: SoulGraph, question: str, nodes: list[Node],
+                     visible: Callable[[Node], bool]) -> list[Later]:
+    """For the first `LOOKUPS` of `nodes` holding a value of the kind and slot the question asks
+    about, the best match of a later memory that `visible` accepts, is not among `nodes`, and
+    holds another value of that kind for the same slot. One per older memory; in the order of
+    `nodes`. A question that names no kind of value (`asked_kinds`) searches for none."""
+    kinds = asked_kinds(question)
+    asked = question_words(question)
+    if not kinds or len(asked) < MIN_ASKED:
+        return []
+    shown = {node.id for node in nodes}
+    taken: set[str] = set()
+    found: list[Later] = []
+    searched = 0
+    for node in nodes:
+        olds = [v for v in _asked_values(node, asked) if v.type in kinds]
+        if not olds:
+            continue
+        if searched == LOOKUPS:
+            break
+        searched += 1
+        slot_words = set().union(*(old.slot & asked for old in olds))
+        after, scope = node.seen_at, node.scope
+        hits = graph.query(" ".join(sorted(slot_words)), LOOKED_AT,
+                           where=lambda n: n.seen_at > after and n.scope == scope and n.id not in shown)
+        for hit in hits:
+            newer = hit.node
+            if newer.id in taken or not visible(newer):
+                continue
+            pair = _newer_value(graph, olds, _asked_values(newer, asked), asked)
+            if pair is not None:
+                taken.add(newer.id)
+                found.append(Later(node, newer, *pair))
+                break
+    return found
+
+
+def _newer_value(graph: SoulGraph, olds: list[Value], news: list[Value],
+                 asked: frozenset[str]) -> tuple[Value, Value] | None:
+    """The first (old, new) of two memories' values that change the same asked slot, the new
+    slot holding `SLOT_SHARE` of the old one's asked weight."""
+    idf = graph.index.idf
+    for value in news:
+        for old in olds:
+            if _changes(old, value, asked):
+                weight = sum(idf(w) for w in sorted(old.slot & asked))
+                if sum(idf(w) for w in sorted(old.slot & value.slot & asked)) >= SLOT_SHARE * weight:
+                    return old, value
+    return None
+
+
+def _changes(old: Value, new: Value, asked: frozenset[str]) -> bool:
+    """Whether `new` is another value than `old` for the same asked slot: the same kind and
+    unit, both reached (or both aimed at), and one of the question's words in both slots."""
+    return (old.type == new.type and _same_unit(old, new) and old.target == new.target
+            and old.norm != new.norm and len(old.slot & new.slot & asked) >= MIN_ABOUT)
