@@ -13,6 +13,7 @@ import gzip
 import json
 import math
 import random
+import re
 import string
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 
 from soulgraph.memory import scanner
 from soulgraph.memory.scanner import classifier, scan
+from soulgraph.memory.scanner.matching import holds_any
 from soulgraph.memory.scanner.normalise import encoded_spans, fold
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +56,16 @@ def test_a_respelled_override_is_read_as_the_plain_one(spelled):
     found = [f for f in scan(spelled).injections if f.rule == "ignore-previous-instructions"]
     assert found, scan(spelled).findings
     assert spelled[found[0].start:found[0].end].strip(), "the span is a stretch of the original text"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=())), st.sampled_from(["0123456789", "013457@$", "-_"]))
+def test_the_fast_character_test_agrees_with_a_search(text, characters):
+    """matching.holds_any (a byte delete over UTF-8) finds what a regex class finds, on any text:
+    other scripts' digits, full-width ones and lone surrogates included."""
+    expected = re.search("[" + re.escape(characters) + "]", text) is not None
+    assert holds_any(text, characters.encode("ascii")) is expected
+    assert holds_any(text + characters[-1], characters.encode("ascii"))
 
 
 def test_a_finding_on_the_folded_text_points_at_the_original():

@@ -47,6 +47,8 @@ from pathlib import Path
 from operator import itemgetter
 from typing import Any, Iterable
 
+from soulgraph.memory.scanner.matching import DIGITS, holds_any
+
 __all__ = ["features", "words", "score", "flags", "status", "MODEL_PATH"]
 
 MODEL_PATH = Path(__file__).with_name("injection_model.json.gz")
@@ -65,7 +67,6 @@ class _Separators(dict):
 _SEPARATORS = _Separators()
 _ASCII_SEPARATORS = bytes(b if chr(b).isalnum() else 32 for b in range(128)) + bytes(range(128, 256))
 # Scripts written without spaces between words: a run of them is read as character pairs.
-_ASCII_DIGIT = re.compile("[0-9]").search  # one C-level pass, not ten substring searches
 _UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
                        "\uf900-\ufaff\uff66-\uff9f]")
 MIN_WORDS = 5  # a shorter text is judged against the stricter short-text threshold (see `judged`)
@@ -243,7 +244,7 @@ def _shape(folded: str) -> tuple[bool, bool]:
     of the text, not one per word) and may have `numbers` (words of digits), as `score_words`
     takes them."""
     if folded.isascii():
-        return True, _ASCII_DIGIT(folded) is not None
+        return True, holds_any(folded, DIGITS)
     return _UNSPACED.search(folded) is None, True
 
 

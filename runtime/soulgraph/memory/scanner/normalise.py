@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from soulgraph.memory.scanner.matching import LONG_TEXT
+from soulgraph.memory.scanner.matching import LONG_TEXT, holds_any
 
 __all__ = ["Folded", "fold", "encoded_spans", "CONFUSABLES_SOURCE"]
 
@@ -177,8 +177,12 @@ class Folded:
         return folded_starts, source_starts, lengths
 
 
+_LEET_BYTES = "".join(sorted(_LEET_CHARS)).encode("ascii")
+
+
 def _has_leet(low: str) -> bool:
-    return _LEET_NEXT_TO_LETTER.search(low) is not None
+    # most texts hold no leet character at all: one C-level test before the pattern's search
+    return holds_any(low, _LEET_BYTES) and _LEET_NEXT_TO_LETTER.search(low) is not None
 
 
 def _deleet(word: str) -> str:
