@@ -327,9 +327,9 @@ def test_a_later_value_recall_did_not_show_is_found_and_shown_above_the_older(se
                            "detectors.",
             "The apartment lease I scheduled to sign is for the apartment with the safety rail.")
     service.clock.now += DAY
-    session(service, "s2", "I've scheduled a dentist appointment on March 30.", scope="other")
-    session(service, "s3", "I've got a safety inspection coming up on March 25, what should I prepare?",
+    session(service, "s2", "I've got a safety inspection coming up on March 25, what should I prepare?",
             "I've scheduled a dentist appointment on March 28.", "The balcony safety rail gets fitted on March 27.")
+    session(service, "s3", "I've scheduled a dentist appointment on March 30.", scope="other")
     question = "When is my scheduled safety inspection for the apartment?"
     graph = service.soul.graph()
     ranked = [h.node.content for h in ranking.related(graph, question, 2)]
@@ -349,7 +349,7 @@ def test_a_later_value_recall_did_not_show_is_found_and_shown_above_the_older(se
     assert updates.later_statements(graph, question, [older], lambda n: "March 25" not in n.content) == []
     dentist = next(n for text, n in nodes.items() if "March 28" in text)
     assert updates.later_statements(graph, "When is my dentist appointment scheduled?", [dentist],
-                                    lambda n: True) == []  # the later one is another user's
+                                    lambda n: True) == []  # the later one (March 30) is another user's
 
 
 def test_a_line_holding_the_kind_of_value_asked_for_stands_above_one_without(service):

@@ -342,9 +342,9 @@ class MemoryService:
         # right above it, in the place of the last hit if need be.
         shown_nodes = _with_changers(graph, query, [h.node for h in hits], int(limit), shown_here)
         lines, ids, used = [], [], 0
-        # A newer value for what the question asks stands above an older one, and the older
-        # one's line names it (memory/updates.py): both are kept, the model sees which is later.
-        # Lines holding the kind of value the question asks for ("when": a date) come first.
+        # Lines holding the kind of value the question asks for ("when": a date) come first; a
+        # newer value for what it asks stands above an older one, and the older one's line names
+        # it (memory/updates.py): both are kept, the model sees which is later.
         shown_nodes = updates.answers_first(query, shown_nodes)
         later = updates.later_values(query, shown_nodes)
         for node in updates.newer_first(query, shown_nodes, later):

@@ -538,12 +538,12 @@ def _newer_value(graph: SoulGraph, olds: list[Value], news: list[Value],
     """The first (old, new) of two memories' values that change the same asked slot, the new
     slot holding `SLOT_SHARE` of the old one's asked weight."""
     idf = graph.index.idf
+    weights = [sum(idf(w) for w in sorted(old.slot & asked)) for old in olds]
     for value in news:
-        for old in olds:
-            if _changes(old, value, asked):
-                weight = sum(idf(w) for w in sorted(old.slot & asked))
-                if sum(idf(w) for w in sorted(old.slot & value.slot & asked)) >= SLOT_SHARE * weight:
-                    return old, value
+        for old, weight in zip(olds, weights):
+            if (_changes(old, value, asked)
+                    and sum(idf(w) for w in sorted(old.slot & value.slot & asked)) >= SLOT_SHARE * weight):
+                return old, value
     return None
 
 
