@@ -349,3 +349,48 @@ def test_a_search_that_excludes_other_users_equals_brute_force_over_what_the_rea
             got = [(h.node.id, h.score) for h in graph.query(question, k, recency_weight=weight, exclude=hidden)]
             every = brute_force_query(graph, question, len(graph.nodes), weight)
             assert got == [(i, score) for i, score in every if i not in hidden][:k]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    docs=st.lists(st.tuples(zipf_text, st.integers(0, 3), st.floats(0, 3 * DAY)), min_size=1, max_size=50),
+    later=st.lists(zipf_text, max_size=8),
+    removed=st.lists(st.integers(0, 49), max_size=5),
+    question=zipf_text,
+    chosen=st.lists(st.integers(0, 59), max_size=20),
+    k=st.integers(1, 10),
+    weight=st.sampled_from([0.0, 0.5]),
+    min_df=st.sampled_from([1, 3]),
+)
+def test_common_words_kept_as_masks_only_score_as_their_sets_did(
+        docs, later, removed, question, chosen, k, weight, min_df):
+    """Once a word's mask is built its set is dropped: every reader of postings (the scores
+    of given candidates, a search with a filter, which sums every posting, df and idf) must
+    give exactly the brute-force answers, also after adds and removals once the masks exist."""
+    from unittest.mock import patch
+
+    from soulgraph.engine import index as index_module
+
+    with patch.object(index_module, "MASK_MIN_DF", min_df), patch.object(index_module, "MASK_SHARE", 10**9):
+        graph = graph_of(docs)
+        built = graph.index.build_common_masks()
+        assert built == len(graph.index._masks)
+        assert not graph.index._masks.keys() & graph.index._postings.keys()  # the mask is the posting
+        for text in later:
+            graph.add(text)
+        for at in removed:
+            left = sorted(graph.nodes)
+            if len(left) > 1:
+                graph.remove(left[at % len(left)])
+        every = dict(brute_force_query(graph, question, len(graph.nodes), 0.0))
+        ids = sorted(graph.nodes)
+        asked = {ids[at % len(ids)] for at in chosen} | {"no-such-node"}
+        assert graph.scores_of(question, asked, recency_weight=0.0) == {i: s for i, s in every.items() if i in asked}
+        odd = {i for position, i in enumerate(ids) if position % 2}
+        got = [(h.node.id, h.score) for h in graph.query(question, k, recency_weight=weight, where=lambda n: n.id in odd)]
+        ranked = brute_force_query(graph, question, len(graph.nodes), weight)
+        assert got == [(i, s) for i, s in ranked if i in odd][:k]
+        for word in words(question):
+            holders = {i for i, n in graph.nodes.items() if word in words(n.content + " " + " ".join(n.tags))}
+            assert graph.index.posting(word) == holders and set(graph.index.holders(word)) == holders
+            assert graph.index.df(word) == len(holders)

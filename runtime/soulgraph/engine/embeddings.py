@@ -38,6 +38,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from soulgraph.engine.heap import give_back_freed_memory  # noqa: F401  (store/vectors.py calls it from here)
 from soulgraph.engine.wordpiece import WordPiece
 
 # One BLAS thread. A search is one small matrix-vector product: a second thread only adds hand-
@@ -619,27 +620,6 @@ def _grow_attribute(owner: Any, name: str, rows: int, fill: Any = 0) -> None:
         grown[array.shape[0] :] = fill
     grown[: array.shape[0]] = array
     setattr(owner, name, grown)
-
-
-def give_back_freed_memory() -> None:
-    """Return the memory freed inside the C heap to the system (glibc's malloc_trim; elsewhere
-    nothing). Loading or saving a large index frees tens of MB of short-lived arrays and strings
-    that lie below ones kept, where the heap never shrinks by itself: at 100,000 memories, 48 MB
-    of resident memory a load left behind (bench/bench_vectors_memory.py)."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        _malloc_trim = False
-        try:
-            import ctypes
-
-            _malloc_trim = ctypes.CDLL(None).malloc_trim
-        except (OSError, AttributeError):
-            pass
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
-_malloc_trim: Any = None  # glibc's malloc_trim once looked up, False where there is none
 
 
 # A float16's bits, shifted into a float32's place (sign kept, exponent and fraction moved up by

@@ -596,9 +596,7 @@ class SoulGraph:
         weight = self.recency_weight if recency_weight is None else recency_weight
         candidates = self.nodes.keys() & node_ids  # a set, whatever iterable node_ids is
         lexical: dict[str, float] = {}
-        for idf, word in self.index.weighted_words(words(text)):  # the words in `query`'s order
-            for node_id in candidates & self.index.posting(word):  # a set & a set: at C speed
-                lexical[node_id] = lexical.get(node_id, 0.0) + idf
+        self.index.add_shared(lexical, self.index.weighted_words(words(text)), candidates)  # in `query`'s order
         if weight:
             nodes, now, exp = self.nodes, self.clock(), math.exp
             for node_id, score in lexical.items():
@@ -795,8 +793,10 @@ class SoulGraph:
                     return self._top(scores, k, weight)
             if position == common_start:
                 break
-            holders = index.posting(word)
-            for node_id in (holders - exclude if exclude else holders):
+            holders = index.holders(word)  # a set, or a mask's ids (a word masked but under the threshold)
+            if exclude:
+                holders = holders - exclude if isinstance(holders, set) else itertools.filterfalse(exclude.__contains__, holders)
+            for node_id in holders:
                 scores[node_id] = scores.get(node_id, 0.0) + idf
         if common_start == len(weighted):
             return self._top(scores, k, weight)
@@ -806,10 +806,7 @@ class SoulGraph:
 
     def _add_to_known(self, scores: dict[str, float], weighted: list[tuple[float, str]]) -> None:
         """Add the remaining words' weights to the candidates already found, and no others."""
-        for idf, word in weighted:
-            # A dict view & a set walks the smaller of the two, at C speed.
-            for node_id in scores.keys() & self.index.posting(word):
-                scores[node_id] += idf
+        self.index.add_shared(scores, weighted, scores.keys())
 
     def related(self, text: str, k: int = 10, *, hint: str | None = None, recency_weight: float | None = None,
                 hits: list[Hit] | None = None, where: Callable[[Node], bool] | None = None,

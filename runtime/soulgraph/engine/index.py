@@ -5,10 +5,12 @@ word ("splay") outweighs a common one ("update"). The index only keeps postings;
 graph combines the lexical total with recency.
 
 Every node also gets a dense slot number, so that sets of nodes can be bitmasks (see
-`bitsets`). Common words, whose postings are large, additionally keep their posting
-as a mask: intersecting the masks of a question's common words splits the nodes into
-groups that share the same common words, hence the same lexical score, at C speed,
-without visiting the thousands of nodes a common word matches.
+`bitsets`). A common word's posting is a mask instead of a set, once a search needs it
+(or `build_common_masks`): intersecting the masks of a question's common words splits
+the nodes into groups that share the same common words, hence the same lexical score,
+at C speed, without visiting the thousands of nodes a common word matches. The mask is
+then the word's only posting: a set of the same members costs 40 to 60 bytes each,
+the mask one bit per node (at 100,000 memories, 42 MB of sets for 14 MB of masks).
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ import math
 import re
 from array import array
 from collections import deque
-from itertools import accumulate, chain, repeat
-from operator import add, methodcaller
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import suppress
+from itertools import accumulate, chain, compress, repeat
+from operator import add, and_, lshift, methodcaller, rshift
+from typing import AbstractSet, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from soulgraph.engine.bitsets import mask_of_slots, slots_in, slots_in_any
+from soulgraph.engine.heap import give_back_freed_memory
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -119,16 +123,16 @@ _MAX_COUNT = 65_535  # what a slot's word count can hold; a longer text counts a
 
 
 class InvertedIndex:
-    """word -> set of node ids, plus each node's indexed text so it can be removed.
+    """word -> its node ids, plus each node's indexed text so it can be removed.
 
-    Alongside: node id <-> slot, and word -> bitmask of slots for the common words.
-    A word's mask is built the first time a search needs it (`mask`), so a process that
-    only loads and saves never pays for masks; after that every add and remove keeps
-    it exact.
+    Alongside: node id <-> slot. A word's node ids are a set, or for a common word a
+    bitmask of slots, made the first time a search needs it (`mask`), so a process that
+    only loads and saves never pays for masks; from then on the mask replaces the set,
+    and every add and remove keeps it exact.
     """
 
     def __init__(self) -> None:
-        self._postings: dict[str, set[str]] = {}
+        self._postings: dict[str, set[str]] = {}  # a word with no mask -> its node ids
         # node id -> the text it was indexed with. Its words are found again when the node is
         # removed or re-indexed (rare); a text costs less memory than its set of words (a
         # fifth, for a short note) and nothing to build at load.
@@ -136,6 +140,7 @@ class InvertedIndex:
         self._slot_of: dict[str, int] = {}
         self._id_at: list[str] = []  # slot -> node id
         self._masks: dict[str, int] = {}  # common word -> mask, each built when a search first needs it
+        self._mask_sizes: dict[str, int] = {}  # ... and how many nodes it holds
         self._masks_swept_at = 0  # node count when masks of words grown relatively rare were last dropped
         self._sorted_ids: list[str] = []  # every slotted id in string order, for ties broken by id
         self._unsorted_ids: list[str] = []  # slotted since `_sorted_ids` was last sorted
@@ -167,15 +172,18 @@ class InvertedIndex:
         doc = words(text)
         self._texts[node_id] = text
         self._word_counts[slot] = min(len(doc), _MAX_COUNT)
-        postings = self._postings
+        postings, masks = self._postings, self._masks
         for word in doc:
             posting = postings.get(word)
-            if posting is None:
-                postings[word] = {node_id}
-            else:
+            if posting is not None:
                 posting.add(node_id)
-        if self._masks:
-            self._set_mask_bits(slot, doc)
+            elif word in masks:
+                masks[word] |= 1 << slot
+                self._mask_sizes[word] += 1
+            else:
+                postings[word] = {node_id}
+        if masks:
+            self._sweep_masks()
 
     def add_many(self, node_ids: Sequence[str], texts: Sequence[str]) -> None:
         """Index many nodes at once, leaving the state that `add` of each
@@ -252,23 +260,71 @@ class InvertedIndex:
         if slot is not None:
             self._word_counts[slot] = 0
         for word in words(text) if text is not None else ():
-            posting = self._postings[word]
-            posting.discard(node_id)
-            if not posting:
-                del self._postings[word]
-            if word in self._masks:
+            posting = self._postings.get(word)
+            if posting is not None:
+                posting.discard(node_id)
+                if not posting:
+                    del self._postings[word]
+                continue
+            left = self._mask_sizes[word] - 1
+            if left:
                 self._masks[word] &= ~(1 << slot)
-                if word not in self._postings:
-                    del self._masks[word]
+                self._mask_sizes[word] = left
+            else:
+                del self._masks[word], self._mask_sizes[word]
 
     # ------------------------------------------------------------------ words and weights
+    def df(self, word: str) -> int:
+        """How many indexed nodes hold the word."""
+        posting = self._postings.get(word)
+        return len(posting) if posting is not None else self._mask_sizes.get(word, 0)
+
+    def has_word(self, word: str) -> bool:
+        return word in self._postings or word in self._masks
+
     def idf(self, word: str) -> float:
         """log(1 + N / df): positive for every word that occurs, larger when rarer."""
-        df = len(self._postings.get(word, ()))
+        df = self.df(word)
         return math.log1p(len(self._texts) / df) if df else 0.0
 
     def posting(self, word: str) -> set[str]:
-        return self._postings.get(word, set())
+        """The word's node ids (read only). A common word's is made from its mask, a new set
+        each call: `add_shared` and `holders` read many cheaper."""
+        posting = self._postings.get(word)
+        if posting is not None:
+            return posting
+        mask = self._masks.get(word)
+        return set(self.ids_in(mask, many=True)) if mask is not None else set()
+
+    def holders(self, word: str) -> Iterable[str]:
+        """The word's node ids, to walk once (a common word's straight from its mask)."""
+        posting = self._postings.get(word)
+        if posting is not None:
+            return posting
+        mask = self._masks.get(word)
+        return self.ids_in(mask, many=True) if mask is not None else ()
+
+    def add_shared(self, scores: dict[str, float], weighted: Iterable[tuple[float, str]],
+                   candidates: AbstractSet[str]) -> None:
+        """scores[node] += weight for each (weight, word) in turn and each of `candidates` (a
+        set or a dict's keys) that holds the word: word by word, so a node's sum is added in
+        the words' order, as every scorer adds it. A set word costs a set & at C speed; a
+        mask word a test of each candidate's bit, also at C speed (`_Probe`)."""
+        probe: _Probe | None = None
+        get = scores.get
+        for weight, word in weighted:
+            posting = self._postings.get(word)
+            if posting is not None:
+                held: Iterable[str] = candidates & posting
+            else:
+                mask = self._masks.get(word)
+                if mask is None:
+                    continue
+                if probe is None:
+                    probe = _Probe(candidates, self._slot_of, len(self._id_at))
+                held = probe.holding(word, mask)
+            for node_id in held:
+                scores[node_id] = get(node_id, 0.0) + weight
 
     def weighted_words(self, query_words: Iterable[str]) -> list[tuple[float, str]]:
         """(idf, word) for the query words that occur, rarest first.
@@ -276,16 +332,17 @@ class InvertedIndex:
         Every scorer adds the weights in this one order, so the same question gives
         bit-identical scores whichever way the candidates are gathered.
         """
-        weighted = [(self.idf(w), w) for w in set(query_words) if w in self._postings]
+        weighted = [(self.idf(w), w) for w in set(query_words) if self.has_word(w)]
         weighted.sort(key=lambda pair: (-pair[0], pair[1]))
         return weighted
 
     def lexical_scores(self, query_words: Iterable[str]) -> dict[str, float]:
         """Sum of idf over the query words each node shares; nodes sharing none are absent."""
         scores: dict[str, float] = {}
+        get = scores.get
         for weight, word in self.weighted_words(query_words):
-            for node_id in self._postings[word]:
-                scores[node_id] = scores.get(node_id, 0.0) + weight
+            for node_id in self.holders(word):
+                scores[node_id] = get(node_id, 0.0) + weight
         return scores
 
     def word_count(self, node_id: str) -> int:
@@ -337,37 +394,38 @@ class InvertedIndex:
         return self._sorted_ids
 
     def mask(self, word: str) -> int:
-        """The word's posting as a mask (built on first use, then kept exact by add/remove)."""
+        """The word's posting as a mask (built on first use, replacing its set; then kept exact
+        by add/remove)."""
         mask = self._masks.get(word)
         if mask is None:
-            mask = self._masks[word] = self.mask_of(self._postings[word])
+            posting = self._postings.pop(word)
+            mask = self._masks[word] = self.mask_of(posting)
+            self._mask_sizes[word] = len(posting)
         return mask
 
     def build_common_masks(self) -> int:
         """Build now the masks a search would build on first use (a server does this in the
-        background after start-up, so no agent's question pays for it). Returns how many."""
+        background after start-up, so no agent's question pays for it, and the common words'
+        sets are freed early). Returns how many."""
         threshold = self._mask_threshold()
-        common = [w for w, posting in self._postings.items() if len(posting) >= threshold and w not in self._masks]
+        common = [w for w, posting in self._postings.items() if len(posting) >= threshold]
         for word in common:
             self.mask(word)
+        if common:
+            give_back_freed_memory()  # the sets the masks replaced, freed among tables still held
         return len(common)
 
     def _mask_threshold(self) -> int:
         return max(MASK_MIN_DF, len(self._texts) // MASK_SHARE)
 
-    def _set_mask_bits(self, slot: int, doc: set[str]) -> None:
-        """Set the node's bit in the masks its words already have."""
-        masks = self._masks
-        bit = 1 << slot
-        for word in doc:
-            if word in masks:
-                masks[word] |= bit
-        # The threshold grows with the graph: once the graph has doubled, drop the masks
-        # of words now well under it, so the masks' memory stays a small share.
+    def _sweep_masks(self) -> None:
+        """The threshold grows with the graph: once the graph has doubled, the words now well
+        under it go back to sets, so the masks' memory stays a small share."""
         if len(self._texts) >= 2 * self._masks_swept_at:
             threshold = self._mask_threshold()
-            for word in [w for w in masks if len(self._postings[w]) * 2 < threshold]:
-                del masks[word]
+            for word in [w for w, size in self._mask_sizes.items() if size * 2 < threshold]:
+                self._postings[word] = set(self.ids_in(self._masks.pop(word), many=True))
+                del self._mask_sizes[word]
             self._masks_swept_at = len(self._texts)
 
     def common_suffix_start(self, weighted: list[tuple[float, str]]) -> int:
@@ -383,3 +441,40 @@ class InvertedIndex:
                 break
             start -= 1
         return start
+
+
+class _Probe:
+    """Candidates' bits, for testing them against many masks: a mask's bytes once, then
+    each candidate's byte and bit, all inside C loops (`map`), where a big-int shift per
+    candidate would copy the mask each time."""
+
+    def __init__(self, candidates: Iterable[str], slot_of: Mapping[str, int], n_slots: int):
+        self.ids = list(filter(slot_of.__contains__, candidates))
+        slots = list(map(slot_of.__getitem__, self.ids))
+        self.places = list(map(rshift, slots, repeat(3)))
+        self.bits = list(map(lshift, repeat(1), map(and_, slots, repeat(7))))
+        self.size = (n_slots + 7) // 8
+
+    def holding(self, word: str, mask: int) -> Iterator[str]:
+        """The candidates whose bit is set in `mask` (the word's)."""
+        data = _mask_bytes(word, mask, self.size)
+        return compress(self.ids, map(and_, map(data.__getitem__, self.places), self.bits))
+
+
+def _mask_bytes(word: str, mask: int, size: int) -> bytes:
+    """A mask's bytes, kept for the last _BYTES_KEPT words asked (12.5 kB each at 100,000
+    nodes): a common word comes back question after question, and the conversion costs
+    about 10 µs at that size. Kept with the mask it was made from: a changed mask is a new
+    int, so it is never mistaken for the old one while the old one is held here."""
+    kept = _bytes_of.pop(word, None)
+    if kept is None or kept[0] is not mask or len(kept[1]) != size:
+        kept = (mask, mask.to_bytes(size, "little"))
+    _bytes_of[word] = kept  # the newest
+    if len(_bytes_of) > _BYTES_KEPT:
+        with suppress(KeyError):  # another thread's search took the oldest first
+            del _bytes_of[next(iter(_bytes_of))]
+    return kept[1]
+
+
+_BYTES_KEPT = 64
+_bytes_of: dict[str, tuple[int, bytes]] = {}  # word -> (its mask, the mask's bytes), oldest first

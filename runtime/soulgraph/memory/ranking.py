@@ -243,7 +243,7 @@ def _replacements(graph: SoulGraph, text: str, hint: str | None, hits: dict[str,
         if not holders:
             continue
         # Scored as if the old memories were still in the index: idf over both indexes.
-        idf = math.log1p(total / (len(holders) + len(index.posting(word))))
+        idf = math.log1p(total / (len(holders) + index.df(word)))
         for node_id in holders:
             old_scores[node_id] = old_scores.get(node_id, 0.0) + idf
     found = []

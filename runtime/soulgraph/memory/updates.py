@@ -355,7 +355,7 @@ def find(graph: SoulGraph, node: Node, text: str | None = None, *, scope: str | 
 
 def _rare(graph: SoulGraph, word: str) -> bool:
     """A word in under a fifth of the graph's memories, or in a few (it tells one slot from another)."""
-    held = len(graph.index.posting(word))
+    held = graph.index.df(word)
     return held <= 3 or held * 5 < len(graph.nodes)
 
 
