@@ -266,19 +266,22 @@ def test_pruned_search_equals_brute_force(docs, question, k, weight):
     weight=st.sampled_from([0.0, 0.3, 0.5, 3.0]),
     idle=st.sampled_from([0.0, 40 * DAY, 800 * DAY]),
     min_df=st.sampled_from([1, 3, 8]),
+    sets_dropped_from=st.sampled_from([0, 10**9]),
 )
-def test_bitmask_search_equals_brute_force(docs, later, questions, k, weight, idle, min_df):
+def test_bitmask_search_equals_brute_force(docs, later, questions, k, weight, idle, min_df, sets_dropped_from):
     """The same comparison with the bitmask machinery forced on at this small size:
     masks for every word in `min_df` nodes, recency tiers from 2 nodes up, groups of more
     than 2 equal scores taken through the tiers; then nodes added, re-tagged and used
     after the masks exist; then time passes (40 days: boosts almost equal; 800 days:
-    exactly 1.0, so only ids break ties)."""
+    exactly 1.0, so only ids break ties). Masked words keep their sets, or lose them
+    (`sets_dropped_from` 0: what a large index does)."""
     from unittest.mock import patch
 
     from soulgraph.engine import graph as graph_module, index as index_module
     from soulgraph.engine.bitsets import RecencyTiers
 
     with patch.object(index_module, "MASK_MIN_DF", min_df), patch.object(index_module, "MASK_SHARE", 10**9), \
+            patch.object(index_module, "SETS_DROPPED_FROM", sets_dropped_from), \
             patch.object(graph_module, "_SMALL_GROUP", 2), patch.object(RecencyTiers, "SMALLEST", 2):
         graph = graph_of(docs)
         clock = graph.clock
@@ -311,9 +314,10 @@ SCOPES = ("", "telegram:1", "telegram:2", "slack:U3")
     k=st.integers(1, 10),
     weight=st.sampled_from([0.0, 0.5, 3.0]),
     min_df=st.sampled_from([1, 3]),
+    sets_dropped_from=st.sampled_from([0, 10**9]),
 )
 def test_a_search_that_excludes_other_users_equals_brute_force_over_what_the_reader_sees(
-        docs, later, rescope, removed, questions, reader, k, weight, min_df):
+        docs, later, rescope, removed, questions, reader, k, weight, min_df, sets_dropped_from):
     """`exclude=hidden_from(scope)` keeps the pruned search and its mask groups (forced on
     here) and must give exactly the brute-force ranking of the reader's own nodes, also after
     memories are added, moved to another scope and removed once the hidden set exists."""
@@ -323,6 +327,7 @@ def test_a_search_that_excludes_other_users_equals_brute_force_over_what_the_rea
     from soulgraph.engine.bitsets import RecencyTiers
 
     with patch.object(index_module, "MASK_MIN_DF", min_df), patch.object(index_module, "MASK_SHARE", 10**9), \
+            patch.object(index_module, "SETS_DROPPED_FROM", sets_dropped_from), \
             patch.object(graph_module, "_SMALL_GROUP", 2), patch.object(RecencyTiers, "SMALLEST", 2):
         clock = Clock()
         graph = SoulGraph(clock=clock)
@@ -361,23 +366,29 @@ def test_a_search_that_excludes_other_users_equals_brute_force_over_what_the_rea
     k=st.integers(1, 10),
     weight=st.sampled_from([0.0, 0.5]),
     min_df=st.sampled_from([1, 3]),
+    sets_dropped_from=st.sampled_from([0, 20]),
 )
 def test_common_words_kept_as_masks_only_score_as_their_sets_did(
-        docs, later, removed, question, chosen, k, weight, min_df):
-    """Once a word's mask is built its set is dropped: every reader of postings (the scores
-    of given candidates, a search with a filter, which sums every posting, df and idf) must
-    give exactly the brute-force answers, also after adds and removals once the masks exist."""
+        docs, later, removed, question, chosen, k, weight, min_df, sets_dropped_from):
+    """Once a word's mask is built its set is dropped (in a large index: here from 0 or 20
+    slots, so masks made while small lose their sets as the graph grows): every reader of
+    postings (the scores of given candidates, a search with a filter, which sums every
+    posting, df and idf) must give exactly the brute-force answers, also after adds and
+    removals once the masks exist."""
     from unittest.mock import patch
 
     from soulgraph.engine import index as index_module
 
-    with patch.object(index_module, "MASK_MIN_DF", min_df), patch.object(index_module, "MASK_SHARE", 10**9):
+    with patch.object(index_module, "MASK_MIN_DF", min_df), patch.object(index_module, "MASK_SHARE", 10**9), \
+            patch.object(index_module, "SETS_DROPPED_FROM", sets_dropped_from):
         graph = graph_of(docs)
         built = graph.index.build_common_masks()
         assert built == len(graph.index._masks)
-        assert not graph.index._masks.keys() & graph.index._postings.keys()  # the mask is the posting
         for text in later:
             graph.add(text)
+        graph.index.build_common_masks()
+        if graph.index.n_slots >= sets_dropped_from:
+            assert not graph.index._masks.keys() & graph.index._postings.keys()  # the mask is the posting
         for at in removed:
             left = sorted(graph.nodes)
             if len(left) > 1:

@@ -5,12 +5,13 @@ word ("splay") outweighs a common one ("update"). The index only keeps postings;
 graph combines the lexical total with recency.
 
 Every node also gets a dense slot number, so that sets of nodes can be bitmasks (see
-`bitsets`). A common word's posting is a mask instead of a set, once a search needs it
-(or `build_common_masks`): intersecting the masks of a question's common words splits
-the nodes into groups that share the same common words, hence the same lexical score,
-at C speed, without visiting the thousands of nodes a common word matches. The mask is
-then the word's only posting: a set of the same members costs 40 to 60 bytes each,
-the mask one bit per node (at 100,000 memories, 42 MB of sets for 14 MB of masks).
+`bitsets`). A common word's posting is also a mask, once a search needs it (or
+`build_common_masks`): intersecting the masks of a question's common words splits the
+nodes into groups that share the same common words, hence the same lexical score, at C
+speed, without visiting the thousands of nodes a common word matches. In a large index
+(`SETS_DROPPED_FROM`) the mask is then the word's only posting: a set costs 40 to 60
+bytes a member, the mask one bit a node (at 100,000 memories, 42 MB of sets for 14 MB
+of masks).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from array import array
 from collections import deque
 from contextlib import suppress
 from itertools import accumulate, chain, compress, repeat
-from operator import add, and_, lshift, methodcaller, rshift
+from operator import add, itemgetter, methodcaller
 from typing import AbstractSet, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from soulgraph.engine.bitsets import mask_of_slots, slots_in, slots_in_any
@@ -43,6 +44,11 @@ STOPWORDS = frozenset(
 # 100,000-node graph of 400 MB). Only the words searched for get one.
 MASK_SHARE = 1024
 MASK_MIN_DF = 32
+# From this many slots on, a word's mask replaces its set. Below, both are kept: the sets
+# cost little there (2 MB at 10,000 memories), and a set & a few candidates is faster than
+# testing their bits in a mask (scores_of: 170-205 against 230-240 µs for 200 candidates at
+# 10,000; bench/bench_engine.py gives the word search's own figures).
+SETS_DROPPED_FROM = 32_768
 
 
 def stem(word: str) -> str:
@@ -119,20 +125,21 @@ class _MembersOfToken(dict):
         return members
 
 
+_FEW_CANDIDATES = 48  # `add_shared` tests up to this many candidates one by one (measured: bench/bench_engine.py)
 _MAX_COUNT = 65_535  # what a slot's word count can hold; a longer text counts as this long
 
 
 class InvertedIndex:
     """word -> its node ids, plus each node's indexed text so it can be removed.
 
-    Alongside: node id <-> slot. A word's node ids are a set, or for a common word a
+    Alongside: node id <-> slot. A word's node ids are a set; a common word's are also a
     bitmask of slots, made the first time a search needs it (`mask`), so a process that
-    only loads and saves never pays for masks; from then on the mask replaces the set,
-    and every add and remove keeps it exact.
+    only loads and saves never pays for masks; from then on every add and remove keeps it
+    exact, and in a large index it replaces the set.
     """
 
     def __init__(self) -> None:
-        self._postings: dict[str, set[str]] = {}  # a word with no mask -> its node ids
+        self._postings: dict[str, set[str]] = {}  # word -> its node ids (unless its mask replaced them)
         # node id -> the text it was indexed with. Its words are found again when the node is
         # removed or re-indexed (rare); a text costs less memory than its set of words (a
         # fifth, for a short note) and nothing to build at load.
@@ -140,7 +147,7 @@ class InvertedIndex:
         self._slot_of: dict[str, int] = {}
         self._id_at: list[str] = []  # slot -> node id
         self._masks: dict[str, int] = {}  # common word -> mask, each built when a search first needs it
-        self._mask_sizes: dict[str, int] = {}  # ... and how many nodes it holds
+        self._mask_sizes: dict[str, int] = {}  # a word whose mask replaced its set -> how many nodes it holds
         self._masks_swept_at = 0  # node count when masks of words grown relatively rare were last dropped
         self._sorted_ids: list[str] = []  # every slotted id in string order, for ties broken by id
         self._unsorted_ids: list[str] = []  # slotted since `_sorted_ids` was last sorted
@@ -178,10 +185,11 @@ class InvertedIndex:
             if posting is not None:
                 posting.add(node_id)
             elif word in masks:
-                masks[word] |= 1 << slot
-                self._mask_sizes[word] += 1
+                self._mask_sizes[word] += 1  # the mask is its only posting
             else:
                 postings[word] = {node_id}
+            if word in masks:
+                masks[word] |= 1 << slot
         if masks:
             self._sweep_masks()
 
@@ -265,6 +273,9 @@ class InvertedIndex:
                 posting.discard(node_id)
                 if not posting:
                     del self._postings[word]
+                    self._masks.pop(word, None)
+                elif word in self._masks:
+                    self._masks[word] &= ~(1 << slot)
                 continue
             left = self._mask_sizes[word] - 1
             if left:
@@ -311,7 +322,7 @@ class InvertedIndex:
         the words' order, as every scorer adds it. A set word costs a set & at C speed; a
         mask word a test of each candidate's bit, also at C speed (`_Probe`)."""
         probe: _Probe | None = None
-        get = scores.get
+        get, size = scores.get, (len(self._id_at) + 7) // 8
         for weight, word in weighted:
             posting = self._postings.get(word)
             if posting is not None:
@@ -320,9 +331,14 @@ class InvertedIndex:
                 mask = self._masks.get(word)
                 if mask is None:
                     continue
-                if probe is None:
-                    probe = _Probe(candidates, self._slot_of, len(self._id_at))
-                held = probe.holding(word, mask)
+                if len(candidates) <= _FEW_CANDIDATES:  # a loop costs less than the probe's set-up
+                    data, slot_of = _mask_bytes(word, mask, size), self._slot_of
+                    held = [node_id for node_id in candidates
+                            if (slot := slot_of.get(node_id)) is not None and data[slot >> 3] >> (slot & 7) & 1]
+                else:
+                    if probe is None:
+                        probe = _Probe(candidates, self._slot_of, len(self._id_at))
+                    held = probe.holding(word, mask)
             for node_id in held:
                 scores[node_id] = get(node_id, 0.0) + weight
 
@@ -394,13 +410,13 @@ class InvertedIndex:
         return self._sorted_ids
 
     def mask(self, word: str) -> int:
-        """The word's posting as a mask (built on first use, replacing its set; then kept exact
-        by add/remove)."""
+        """The word's posting as a mask (built on first use, replacing its set in a large
+        index; then kept exact by add/remove)."""
         mask = self._masks.get(word)
         if mask is None:
-            posting = self._postings.pop(word)
-            mask = self._masks[word] = self.mask_of(posting)
-            self._mask_sizes[word] = len(posting)
+            mask = self._masks[word] = self.mask_of(self._postings[word])
+            if len(self._id_at) >= SETS_DROPPED_FROM:
+                self._mask_sizes[word] = len(self._postings.pop(word))
         return mask
 
     def build_common_masks(self) -> int:
@@ -408,24 +424,37 @@ class InvertedIndex:
         background after start-up, so no agent's question pays for it, and the common words'
         sets are freed early). Returns how many."""
         threshold = self._mask_threshold()
-        common = [w for w, posting in self._postings.items() if len(posting) >= threshold]
+        common = [w for w, posting in self._postings.items() if len(posting) >= threshold and w not in self._masks]
         for word in common:
             self.mask(word)
-        if common:
+        dropped = self._drop_sets_of_masked()
+        if dropped or (common and len(self._id_at) >= SETS_DROPPED_FROM):
             give_back_freed_memory()  # the sets the masks replaced, freed among tables still held
         return len(common)
+
+    def _drop_sets_of_masked(self) -> int:
+        """In a large index, the sets of words that got their masks while it was small."""
+        if len(self._id_at) < SETS_DROPPED_FROM:
+            return 0
+        both = [word for word in self._masks if word in self._postings]
+        for word in both:
+            self._mask_sizes[word] = len(self._postings.pop(word))
+        return len(both)
 
     def _mask_threshold(self) -> int:
         return max(MASK_MIN_DF, len(self._texts) // MASK_SHARE)
 
     def _sweep_masks(self) -> None:
         """The threshold grows with the graph: once the graph has doubled, the words now well
-        under it go back to sets, so the masks' memory stays a small share."""
+        under it go back to sets only, so the masks' memory stays a small share (and a graph
+        grown large drops the sets its masks replace)."""
         if len(self._texts) >= 2 * self._masks_swept_at:
             threshold = self._mask_threshold()
-            for word in [w for w, size in self._mask_sizes.items() if size * 2 < threshold]:
-                self._postings[word] = set(self.ids_in(self._masks.pop(word), many=True))
-                del self._mask_sizes[word]
+            for word in [w for w in self._masks if self.df(w) * 2 < threshold]:
+                mask = self._masks.pop(word)
+                if self._mask_sizes.pop(word, None) is not None:
+                    self._postings[word] = set(self.ids_in(mask, many=True))
+            self._drop_sets_of_masked()
             self._masks_swept_at = len(self._texts)
 
     def common_suffix_start(self, weighted: list[tuple[float, str]]) -> int:
@@ -444,21 +473,25 @@ class InvertedIndex:
 
 
 class _Probe:
-    """Candidates' bits, for testing them against many masks: a mask's bytes once, then
-    each candidate's byte and bit, all inside C loops (`map`), where a big-int shift per
-    candidate would copy the mask each time."""
+    """Candidates' bits, for testing them against many masks at C speed, where a big-int
+    shift per candidate would copy the mask each time: each candidate's byte of a mask is
+    picked out (`itemgetter`), and the picked bytes, as one int, are &-ed with each
+    candidate's own bit, also as one int; the result's non-zero bytes are the holders."""
 
     def __init__(self, candidates: Iterable[str], slot_of: Mapping[str, int], n_slots: int):
         self.ids = list(filter(slot_of.__contains__, candidates))
         slots = list(map(slot_of.__getitem__, self.ids))
-        self.places = list(map(rshift, slots, repeat(3)))
-        self.bits = list(map(lshift, repeat(1), map(and_, slots, repeat(7))))
+        places = list(map((3).__rrshift__, slots))  # slot >> 3
+        self.pick = itemgetter(*places) if len(places) > 1 else lambda data: tuple(data[place] for place in places)
+        self.bits = int.from_bytes(bytes(map((7).__and__, slots)).translate(_BIT_OF_POSITION), "little")
         self.size = (n_slots + 7) // 8
 
     def holding(self, word: str, mask: int) -> Iterator[str]:
         """The candidates whose bit is set in `mask` (the word's)."""
-        data = _mask_bytes(word, mask, self.size)
-        return compress(self.ids, map(and_, map(data.__getitem__, self.places), self.bits))
+        if not self.ids:
+            return iter(())
+        picked = int.from_bytes(bytes(self.pick(_mask_bytes(word, mask, self.size))), "little")
+        return compress(self.ids, (picked & self.bits).to_bytes(len(self.ids), "little"))
 
 
 def _mask_bytes(word: str, mask: int, size: int) -> bytes:
@@ -476,5 +509,6 @@ def _mask_bytes(word: str, mask: int, size: int) -> bytes:
     return kept[1]
 
 
+_BIT_OF_POSITION = bytes(1 << (value & 7) for value in range(256))  # a bit's position in its byte -> the byte
 _BYTES_KEPT = 64
 _bytes_of: dict[str, tuple[int, bytes]] = {}  # word -> (its mask, the mask's bytes), oldest first
