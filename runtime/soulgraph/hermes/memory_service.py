@@ -579,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     except SoulFileError as exc:
         print(f"soulgraph memory service: {exc}", file=sys.stderr)
         return 1
+    soul.preload()  # the common words' masks, in the background, as the MCP server builds them (their sets freed)
     # Lines end at "\n" only: a "\r" is JSON whitespace, not the end of a request.
     stdin = open(sys.stdin.fileno(), "r", encoding="utf-8", errors="replace", newline="\n", closefd=False)
     stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)
