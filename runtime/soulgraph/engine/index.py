@@ -125,7 +125,10 @@ class _MembersOfToken(dict):
         return members
 
 
-_FEW_CANDIDATES = 48  # `add_shared` tests up to this many candidates one by one (measured: bench/bench_engine.py)
+# `add_shared` tests up to this many candidates one by one, more through a `_Probe`, whose set-up
+# costs more than a loop over a few (at 1,000 memories); at 100,000, 48, 128 and 400 here gave
+# the same word search times.
+_FEW_CANDIDATES = 48
 _MAX_COUNT = 65_535  # what a slot's word count can hold; a longer text counts as this long
 
 
