@@ -38,7 +38,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from soulgraph.engine.heap import give_back_freed_memory  # noqa: F401  (store/vectors.py calls it from here)
+from soulgraph.engine.heap import give_back_freed_memory
 from soulgraph.engine.wordpiece import WordPiece
 
 # One BLAS thread. A search is one small matrix-vector product: a second thread only adds hand-

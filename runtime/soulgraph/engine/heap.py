@@ -2,8 +2,7 @@
 
 glibc's malloc keeps what is freed for later use, so a large structure freed below ones
 still held (a load's temporary arrays and strings, the posting sets a word's mask replaces)
-stays resident until the heap is trimmed. Elsewhere (macOS) nothing is done: its allocator
-returns large freed regions by itself.
+stays resident until the heap is trimmed. Elsewhere nothing is done.
 """
 
 from __future__ import annotations

@@ -45,9 +45,9 @@ STOPWORDS = frozenset(
 MASK_SHARE = 1024
 MASK_MIN_DF = 32
 # From this many slots on, a word's mask replaces its set. Below, both are kept: the sets
-# cost little there (2 MB at 10,000 memories), and a set & a few candidates is faster than
-# testing their bits in a mask (scores_of: 170-205 against 230-240 µs for 200 candidates at
-# 10,000; bench/bench_engine.py gives the word search's own figures).
+# cost little there (5 MB at 10,000 memories), and a set & a few candidates is faster than
+# testing their bits in a mask (scores_of with 200 candidates at 10,000: 173-180 against
+# 230-240 µs, a one-off timing; bench/bench_engine.py gives the word search's own figures).
 SETS_DROPPED_FROM = 32_768
 
 
@@ -305,10 +305,7 @@ class InvertedIndex:
         """The word's node ids (read only). A common word's is made from its mask, a new set
         each call: `add_shared` and `holders` read many cheaper."""
         posting = self._postings.get(word)
-        if posting is not None:
-            return posting
-        mask = self._masks.get(word)
-        return set(self.ids_in(mask, many=True)) if mask is not None else set()
+        return posting if posting is not None else set(self.holders(word))
 
     def holders(self, word: str) -> Iterable[str]:
         """The word's node ids, to walk once (a common word's straight from its mask)."""
@@ -340,7 +337,7 @@ class InvertedIndex:
                             if (slot := slot_of.get(node_id)) is not None and data[slot >> 3] >> (slot & 7) & 1]
                 else:
                     if probe is None:
-                        probe = _Probe(candidates, self._slot_of, len(self._id_at))
+                        probe = _Probe(candidates, self._slot_of, size)
                     held = probe.holding(word, mask)
             for node_id in held:
                 scores[node_id] = get(node_id, 0.0) + weight
@@ -481,13 +478,13 @@ class _Probe:
     picked out (`itemgetter`), and the picked bytes, as one int, are &-ed with each
     candidate's own bit, also as one int; the result's non-zero bytes are the holders."""
 
-    def __init__(self, candidates: Iterable[str], slot_of: Mapping[str, int], n_slots: int):
+    def __init__(self, candidates: Iterable[str], slot_of: Mapping[str, int], size: int):
         self.ids = list(filter(slot_of.__contains__, candidates))
         slots = list(map(slot_of.__getitem__, self.ids))
         places = list(map((3).__rrshift__, slots))  # slot >> 3
         self.pick = itemgetter(*places) if len(places) > 1 else lambda data: tuple(data[place] for place in places)
         self.bits = int.from_bytes(bytes(map((7).__and__, slots)).translate(_BIT_OF_POSITION), "little")
-        self.size = (n_slots + 7) // 8
+        self.size = size  # of every mask's bytes: one per 8 slots
 
     def holding(self, word: str, mask: int) -> Iterator[str]:
         """The candidates whose bit is set in `mask` (the word's)."""

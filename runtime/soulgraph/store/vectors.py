@@ -28,6 +28,7 @@ from typing import AbstractSet, Any, Callable
 
 from soulgraph.engine import embeddings
 from soulgraph.engine.graph import SoulGraph
+from soulgraph.engine.heap import give_back_freed_memory
 from soulgraph.store.atomic import write_atomically
 
 SUFFIX = ".vectors"
@@ -263,7 +264,7 @@ class VectorStore:
             if embedded:
                 how = f"{how}, {embedded} embedded"
                 self._write(model, index)  # before the hand-over: then only the caller's thread touches it
-            embeddings.give_back_freed_memory()
+            give_back_freed_memory()
             with self._lock:
                 self._built = (model, index, how)
         except Exception as exc:  # noqa: BLE001 - vectors are a cache: any failure leaves search lexical
@@ -370,7 +371,7 @@ class VectorStore:
             self.reason = f"the vectors file could not be written: {exc}"  # search still works
         payload.clear()  # the arrays go now (a thread's own arguments would hold them until it ends)
         del buffer
-        embeddings.give_back_freed_memory()
+        give_back_freed_memory()
 
     def wait(self, timeout: float = 60.0) -> bool:
         """Wait for a background build (tests, benchmarks); True when none is left running."""
