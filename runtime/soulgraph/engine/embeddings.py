@@ -18,12 +18,15 @@ their full rows (reading every full row, 1.5 kB each, was what a search cost at 
 From `LEAD_FROM` rows on, reading all 128 coordinates of every row is most of a search, so the
 shortlist holds only the leading `SHORTLIST_LEAD`, which pick `LEAD_FACTOR` times the rows asked
 for; the other coordinates (`refine`, as compact as the rows) are read for those picks only and
-complete their coordinates, which pick as above. docs/embeddings.md measures what each step
-misses. From `CELLS_FROM` rows on (off unless set: it did not pay, see there), the fit also
+complete their coordinates, which pick as above. From `TAIL_FROM` rows on (at a fit) the full
+rows are not kept: the directions are fitted on every dimension, and a row is its coordinates
+on all of them (a rotation of it): the shortlist's, and the rest (`tail`, int8, scaled per row).
+A pick's score is then the sum of the three parts' products with the question's coordinates.
+docs/embeddings.md measures what each step misses. From `CELLS_FROM` rows on (off unless set: it did not pay, see there), the fit also
 splits the rows into about sqrt(rows) cells (k-means on the shortlist coordinates), and a search
 reads only the shortlist rows of the cells whose centres lie nearest the question (an inverted
-file), then goes on as above. The index is pure: store/vectors.py persists it
-beside the soul file (not the cells: they would be fitted again with the directions at a load).
+file), then goes on as above. The index is pure: store/vectors.py persists it beside the soul
+file, its rows or its coordinates (not the cells: they would be fitted again at a load).
 """
 
 from __future__ import annotations
@@ -92,6 +95,17 @@ TOKENS_GROWTH_MIN = 4096  # token ids the token buffer grows by, at least (also 
 # the vectors' 200 nearest 0.57 -> 0.63 ms p50) and halves the rows' memory (docs/embeddings.md).
 HALF_FROM: int | None = None
 HALF_CHUNK = 1024  # float16 rows widened at once for a search (the scratch they go in is kept per thread)
+# Rows from which (at a fit) a row is kept as its coordinates on every principal direction
+# instead of itself: the shortlist's two parts, and the other directions' (`tail`) in int8, each
+# row's scaled by its largest. The directions are a rotation, so the three parts' products with
+# the question's coordinates add up to the row's product with it; the other directions hold
+# under 1 % of the rows' length, so int8 loses little there: at 100,000 distinct texts, picks
+# scored this way find 0.999 of the exact first 10 and of the first 200, where int8 full rows
+# find 0.90 and 0.94 (bench/row_precision.py); 64 MB instead of 115 (77 of rows, 38 of the
+# shortlist). None: never. Below it the full rows are kept: exact scores, below the size where
+# the word index also starts to trade time for memory (index.SETS_DROPPED_FROM).
+TAIL_FROM: int | None = 32768
+TAIL_LEVELS = 127  # int8's levels either side of zero
 
 
 def _numpy() -> Any:
@@ -218,8 +232,13 @@ class VectorIndex:
         self.total_tokens = 0
         self.basis: Any = None  # dimensions x SHORTLIST_DIMENSIONS: the principal directions
         self.shortlist: Any = None  # each row's coordinates on the leading ones (all, below LEAD_FROM), float32
-        self.refine: Any = None  # ... and on the others, of the rows' own type (rows as `matrix`)
-        self._fitted_on = 0  # rows when the directions were fitted
+        self.refine: Any = None  # ... and on the others, of the rows' own type (a row per row of `marks`)
+        # From TAIL_FROM rows, `matrix` is None and a row is its coordinates: the shortlist's, and
+        # on `tail_basis` (the other principal directions) `tail` (int8) times `tail_scale`.
+        self.tail_basis: Any = None
+        self.tail: Any = None
+        self.tail_scale: Any = None
+        self.fitted_on = 0  # rows when the directions were fitted
         self.centres: Any = None  # cells x SHORTLIST_DIMENSIONS: the cells' centres, unit (None: no cells)
         self.cell_of: Any = None  # each row's cell, -1 for a free row (rows as `matrix`)
         self.cell_rows: list[Any] = []  # each cell's rows, as intp arrays
@@ -247,63 +266,125 @@ class VectorIndex:
             matrix = full
         index = cls(int(matrix.shape[1]), capacity=matrix.shape[0], vocabulary=vocabulary)
         index.matrix = matrix
-        index.row_of = dict(zip(ids, range(count)))
-        index.id_of = list(ids)
-        index.marks[:count] = marks
-        index.changes = 1
+        index._take_rows(ids, marks, tokens, ends, vocabulary)
+        return index
+
+    @classmethod
+    def from_coordinates(cls, ids: Sequence[str], marks: Any, basis: Any, tail_basis: Any, parts: dict[str, Any],
+                         fitted_on: int, vocabulary: int = 0, tokens: Any = None, ends: Any = None) -> "VectorIndex":
+        """An index of rows kept as their coordinates (what a file of a store past TAIL_FROM
+        holds): `parts` holds `shortlist`, `refine`, `tail` and `tail_scale`, a row each per id
+        and then the same rows of room, kept as they are (no second copy); `basis` and
+        `tail_basis` are the directions they are on, fitted on `fitted_on` rows. The rest as
+        `from_rows`."""
+        _numpy()
+        count = len(ids)
+        shortlist, refine, tail, scale = (parts[name] for name in ("shortlist", "refine", "tail", "tail_scale"))
+        capacity = shortlist.shape[0]
+        dimensions, width = basis.shape
+        if (len(set(ids)) != count or len(marks) != count or capacity < count
+                or any(part.shape[0] != capacity for part in (refine, tail, scale))
+                or (shortlist.dtype, refine.dtype, tail.dtype, scale.dtype) != (np.float32, np.float16, np.int8, np.float32)
+                or shortlist.shape[1] + refine.shape[1] != width or tail_basis.shape != (dimensions, dimensions - width)
+                or tail.shape[1:] != (dimensions - width,)):
+            raise ValueError("the coordinates disagree")
+        index = cls(int(dimensions), capacity=capacity, vocabulary=vocabulary)
+        index.matrix = None
+        index.basis, index.tail_basis = np.asarray(basis, np.float32), np.asarray(tail_basis, np.float32)
+        index.shortlist, index.refine, index.tail, index.tail_scale = shortlist, refine, tail, scale
+        index.fitted_on = int(fitted_on)
+        index._take_rows(ids, marks, tokens, ends, vocabulary)
+        index.fit_cells()
+        return index
+
+    def _take_rows(self, ids: Sequence[str], marks: Any, tokens: Any, ends: Any, vocabulary: int) -> None:
+        """The ids, digests and token ids of a new index's first rows (`from_rows`)."""
+        count = len(ids)
+        self.row_of = dict(zip(ids, range(count)))
+        self.id_of = list(ids)
+        self.marks[:count] = marks
+        self.changes = 1
         if tokens is None or ends is None:
-            return index
+            return
         tokens, ends = np.asarray(tokens), np.asarray(ends, np.int64)
         counts = np.diff(ends, prepend=0)
         used = int(ends[-1]) if count else 0
         if (len(ends) != count or used > len(tokens) or (count and int(counts.min()) < 0)
                 or (used and (int(tokens[:used].min()) < 0 or int(tokens[:used].max()) >= vocabulary))):
-            return index
-        index.token_ids, index._tokens_used = tokens.astype(token_type(vocabulary), copy=False), used  # ids past `used`: room, kept
-        index.token_start[:count] = ends - counts
-        index.token_count[:count] = counts
-        index.token_counts = np.bincount(tokens[:used], minlength=vocabulary).astype(np.int64)
-        index.total_tokens = used
-        return index
+            return
+        self.token_ids, self._tokens_used = tokens.astype(token_type(vocabulary), copy=False), used  # ids past `used`: room, kept
+        self.token_start[:count] = ends - counts
+        self.token_count[:count] = counts
+        self.token_counts = np.bincount(tokens[:used], minlength=vocabulary).astype(np.int64)
+        self.total_tokens = used
+
+    @property
+    def capacity(self) -> int:
+        """Rows there is room for (every array kept per row has this many)."""
+        return len(self.marks)
 
     def reserve(self, rows: int) -> None:
         """Make room for this many rows in all (before adding many: one copy instead of many),
         float16 already if they will reach HALF_FROM (the float32 rows never held at full size)."""
-        if rows > self.matrix.shape[0]:
-            if rows >= _half_from() and self.matrix.dtype != np.float16:
+        if rows > self.capacity:
+            if self.matrix is not None and rows >= _half_from() and self.matrix.dtype != np.float16:
                 self.matrix = self.matrix.astype(np.float16)
             self._grow(rows)
 
     def shortlist_due(self) -> bool:
         """Time to fit the shortlist's directions: first at SHORTLIST_FROM rows, then at each doubling."""
-        return len(self.row_of) >= max(SHORTLIST_FROM, 2 * self._fitted_on)
+        return len(self.row_of) >= max(SHORTLIST_FROM, 2 * self.fitted_on)
 
     def fit_shortlist(self) -> None:
         """Fit the directions that keep the most of the rows' dot products (the eigenvectors
-        of the rows' uncentred second moment, largest first), and project every row on them.
-        Tens of milliseconds at 10,000 rows; the owner runs it in the background at a load."""
+        of the rows' uncentred second moment, largest first), and project every row on them;
+        from TAIL_FROM rows on, on every direction, and the full rows go (never to come back: a
+        store that shrinks keeps its coordinates). Tens of milliseconds at 10,000 rows; the
+        owner runs it in the background at a load."""
         used = len(self.id_of)
         if used == 0 or self.dimensions <= SHORTLIST_DIMENSIONS:
             return
         self._narrow()
-        sample = _widened(self.matrix[: used : max(1, used // SHORTLIST_SAMPLE)])
+        sample = self._full_rows(np.arange(0, used, max(1, used // SHORTLIST_SAMPLE)))
         moment = (sample.T @ sample).astype(np.float64)
         _, directions = np.linalg.eigh(moment)  # ascending eigenvalues
-        basis = np.ascontiguousarray(directions[:, ::-1][:, :SHORTLIST_DIMENSIONS], dtype=np.float32)
-        lead = min(SHORTLIST_LEAD, basis.shape[1]) if len(self.row_of) >= LEAD_FROM else basis.shape[1]
-        shortlist = np.zeros((self.matrix.shape[0], lead), np.float32)
-        refine = np.zeros((self.matrix.shape[0], basis.shape[1] - lead), self.matrix.dtype)
-        for start in range(0, used, 8192):  # widened a piece at a time
+        directions = np.ascontiguousarray(directions[:, ::-1], dtype=np.float32)
+        width = SHORTLIST_DIMENSIONS
+        tailed = self.matrix is None or (TAIL_FROM is not None and len(self.row_of) >= TAIL_FROM)
+        basis = np.ascontiguousarray(directions[:, :width])
+        tail_basis = np.ascontiguousarray(directions[:, width:]) if tailed else None
+        lead = min(SHORTLIST_LEAD, width) if len(self.row_of) >= LEAD_FROM else width
+        capacity = self.capacity
+        shortlist = np.zeros((capacity, lead), np.float32)
+        refine = np.zeros((capacity, width - lead), np.float16 if tailed else self.matrix.dtype)
+        tail = np.zeros((capacity, self.dimensions - width), np.int8) if tailed else None
+        scale = np.zeros(capacity, np.float32) if tailed else None
+        on = directions if tailed else basis
+        for start in range(0, used, 8192):  # a piece at a time, from the rows as they are kept now
             end = min(used, start + 8192)
-            coordinates = _widened(self.matrix[start:end]) @ basis
+            coordinates = self._full_rows(np.arange(start, end)) @ on
             shortlist[start:end] = coordinates[:, :lead]
-            refine[start:end] = coordinates[:, lead:]
-        self.basis, self.shortlist, self.refine, self._fitted_on = basis, shortlist, refine, len(self.row_of)
+            refine[start:end] = coordinates[:, lead:width]
+            if tailed:
+                tail[start:end], scale[start:end] = _quantised(coordinates[:, width:])
+        self.basis, self.shortlist, self.refine, self.fitted_on = basis, shortlist, refine, len(self.row_of)
+        if tailed:
+            self.tail_basis, self.tail, self.tail_scale, self.matrix = tail_basis, tail, scale, None
+            give_back_freed_memory()
         self.fit_cells()
+
+    def _full_rows(self, rows: Any) -> Any:
+        """These rows (an int array) as float32 vectors: the rows kept, widened, or made again
+        from their coordinates (the int8 part's rounding in them)."""
+        if self.matrix is not None:
+            return _widened(self.matrix[rows])
+        coordinates = np.concatenate([self.shortlist[rows], self.refine[rows].astype(np.float32),
+                                      self.tail[rows].astype(np.float32) * self.tail_scale[rows, None]], axis=1)
+        return coordinates @ np.concatenate([self.basis, self.tail_basis], axis=1).T
 
     def _narrow(self) -> None:
         """float16 rows from HALF_FROM rows on (never back: a shrunk index keeps them)."""
-        if self.matrix.dtype != np.float16 and len(self.row_of) >= _half_from():
+        if self.matrix is not None and self.matrix.dtype != np.float16 and len(self.row_of) >= _half_from():
             self.matrix = self.matrix.astype(np.float16)
 
     def fit_cells(self) -> None:
@@ -327,7 +408,7 @@ class VectorIndex:
             np.add.at(sums, nearest, sample)
             filled = np.bincount(nearest, minlength=cells) > 0
             centres[filled] = _unit(sums[filled])  # an empty cell keeps its centre
-        cell_of = np.full(self.matrix.shape[0], -1, np.intp)
+        cell_of = np.full(self.capacity, -1, np.intp)
         for start in range(0, len(live), 8192):  # in chunks: rows x cells scores at once would be large
             chunk = live[start : start + 8192]
             cell_of[chunk] = _nearest_centres(self.shortlist[chunk], centres)
@@ -439,17 +520,23 @@ class VectorIndex:
             row = self._free.pop() if self._free else len(self.id_of)
             if row == len(self.id_of):
                 self.id_of.append(None)
-            if row >= self.matrix.shape[0]:
+            if row >= self.capacity:
                 self._grow(row + 1)
             self.row_of[node_id] = row
             self.id_of[row] = node_id
             self.changes += 1
             self._narrow()
-        self.matrix[row] = vector
+        if self.matrix is not None:
+            self.matrix[row] = vector
+            widened = _widened(self.matrix[row : row + 1])[0]
+        else:
+            widened = np.asarray(vector, np.float16).astype(np.float32)  # rounded as a kept row is
         if self.shortlist is not None:
-            coordinates = _widened(self.matrix[row : row + 1])[0] @ self.basis
+            coordinates = widened @ self.basis
             lead = self.shortlist.shape[1]
             self.shortlist[row], self.refine[row] = coordinates[:lead], coordinates[lead:]
+            if self.tail is not None:
+                self.tail[row : row + 1], self.tail_scale[row : row + 1] = _quantised((widened @ self.tail_basis)[None])
             if self.centres is not None:
                 self._place(row)  # a replaced row may now lie nearer another cell
         self.marks[row] = _mark(digest)
@@ -458,8 +545,8 @@ class VectorIndex:
         """Room for at least `rows` rows, and an eighth more (GROWTH_MIN at least), in every
         array kept per row."""
         capacity = rows + max(GROWTH_MIN, rows // GROWTH_SHARE)
-        for name, fill in (("matrix", 0), ("shortlist", 0), ("refine", 0), ("cell_of", -1), ("marks", 0),
-                           ("token_start", 0), ("token_count", -1)):
+        for name, fill in (("matrix", 0), ("shortlist", 0), ("refine", 0), ("tail", 0), ("tail_scale", 0),
+                           ("cell_of", -1), ("marks", 0), ("token_start", 0), ("token_count", -1)):
             if getattr(self, name) is not None:
                 _grow_attribute(self, name, capacity, fill)
         give_back_freed_memory()  # the old arrays, where the heap keeps what is freed
@@ -470,10 +557,13 @@ class VectorIndex:
             return
         self.writes += 1
         self._uncount(row)
-        self.matrix[row] = 0.0
+        if self.matrix is not None:
+            self.matrix[row] = 0.0
         if self.shortlist is not None:
             self.shortlist[row] = 0.0
             self.refine[row] = 0.0
+        if self.tail is not None:
+            self.tail[row], self.tail_scale[row] = 0, 0.0
         if self.cell_of is not None:
             self._unplace(row)
         self.id_of[row] = None
@@ -505,8 +595,19 @@ class VectorIndex:
 
     def scores(self, rows: Any, query: Any) -> Any:
         """The products of these rows (an int array) with `query`, as float32: exactly what the
-        rows widened to float32 give."""
-        return _products(self.matrix, rows, query)
+        rows widened to float32 give; from TAIL_FROM rows, what their coordinates give."""
+        if self.matrix is not None:
+            return _products(self.matrix, rows, query)
+        projected, out = query @ self.basis, np.empty(len(rows), np.float32)
+        for start in range(0, len(rows), 8192):  # a piece at a time: the rows' coordinates are copied to be read
+            part = rows[start : start + 8192]
+            out[start : start + len(part)] = self.rough_scores(part, projected) + self.tail_scores(part, query)
+        return out
+
+    def tail_scores(self, rows: Any, query: Any) -> Any:
+        """The products of these rows' coordinates on the directions past the shortlist's with
+        `query`'s (rows kept as their coordinates only: TAIL_FROM)."""
+        return (np.take(self.tail, rows, axis=0).astype(np.float32) @ (query @ self.tail_basis)) * self.tail_scale[rows]
 
     def rough_scores(self, rows: Any, projected: Any, lead: Any = None) -> Any:
         """The products of these rows' coordinates on every direction with `projected` (the
@@ -539,14 +640,23 @@ class VectorIndex:
                     lead[skip] = -np.inf  # never among the picks
                 rows = _best(lead, first)
                 lead = lead[rows]
+            rough = None  # the picks' products on every shortlist direction, once known
             if len(rows) > wide:
-                rows = rows[_best(self.rough_scores(rows, projected, lead), wide)]  # still in row order
-            scores = self.scores(rows, query)  # the picks scored on their full rows
+                rough = self.rough_scores(rows, projected, lead)
+                picked = _best(rough, wide)
+                rows, rough = rows[picked], rough[picked]  # still in row order
+            if self.matrix is not None:
+                scores = self.scores(rows, query)  # the picks scored on their full rows
+            else:  # ... or on their coordinates on every direction
+                if rough is None:
+                    rough = self.rough_scores(rows, projected, lead)
+                scores = rough + self.tail_scores(rows, query)
             if skip is not None:
                 scores[skip[rows]] = -np.inf  # fewer rows left than picks: a skipped one may be in
         else:
             rows = np.arange(used)
-            scores = self.matrix[:used] @ query if self.matrix.dtype != np.float16 else self.scores(rows, query)
+            plain = self.matrix is not None and self.matrix.dtype != np.float16
+            scores = self.matrix[:used] @ query if plain else self.scores(rows, query)
             if skip is not None:
                 scores[skip] = -np.inf
         n = min(n, len(rows))
@@ -574,6 +684,13 @@ class VectorIndex:
 
     def rows(self) -> list[tuple[str, int]]:
         return sorted(self.row_of.items(), key=lambda pair: pair[1])
+
+
+def _quantised(coordinates: Any) -> tuple[Any, Any]:
+    """float32 rows as int8 (-TAIL_LEVELS..TAIL_LEVELS) and each row's scale (a zero row: 0)."""
+    scale = (np.abs(coordinates).max(axis=1) / TAIL_LEVELS).astype(np.float32)
+    levels = np.rint(coordinates / np.where(scale > 0, scale, 1)[:, None])
+    return levels.astype(np.int8), scale
 
 
 def _best(scores: Any, n: int) -> Any:

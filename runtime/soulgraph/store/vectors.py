@@ -5,8 +5,9 @@ here can lose a memory. What the file saves is time: a start reads it instead of
 every memory again.
 
 - The file holds the model's version stamp, and per node its id, a digest of the text the
-  vector was made from, the vector (float16) and the text's token ids (for the store's word
-  counts, which weight a question's words). A vector whose node's text changed, or
+  vector was made from, the vector (float16; from engine/embeddings.py's TAIL_FROM rows, its
+  coordinates on the index's directions instead, and those directions: what the index keeps)
+  and the text's token ids (for the store's word counts, which weight a question's words). A vector whose node's text changed, or
   that belongs to no node, is dropped on load; a node without one is embedded.
 - A missing file, a corrupt one or one made by another model version is rebuilt in a
   background thread; until it is ready search is lexical, and `status()` (which
@@ -39,6 +40,12 @@ _SYNC_INLINE = 512  # more changes than this at once (a bulk import) go to the b
 # it due: under 80 ms at that size (78 ms measured at 20,000). A larger store keeps its
 # directions until its next load, which fits them again in the background.
 _FIT_INLINE = 16384
+
+
+def _coordinate_parts() -> dict[str, Any]:
+    import numpy as np
+
+    return {"shortlist": np.float32, "refine": np.float16, "tail": np.int8, "tail_scale": np.float32}
 
 
 def vectors_path(soul_path: Path) -> Path:
@@ -259,11 +266,15 @@ class VectorStore:
                     index.put(node_id, model.embed_ids(ids), mark)
                     embedded += 1
                 index.count_tokens(node_id, ids)
+            had_rows = index.matrix is not None
             if index.shortlist_due():
-                index.fit_shortlist()  # here, off the caller's thread (the file does not keep it)
+                index.fit_shortlist()  # here, off the caller's thread (a file of rows does not keep it)
             if embedded:
                 how = f"{how}, {embedded} embedded"
-                self._write(model, index)  # before the hand-over: then only the caller's thread touches it
+            if embedded or (had_rows and index.matrix is None):
+                # Before the hand-over: then only the caller's thread touches it. Rows that became
+                # coordinates are written as such once, so the next load reads them as they are.
+                self._write(model, index)
             give_back_freed_memory()
             with self._lock:
                 self._built = (model, index, how)
@@ -287,9 +298,18 @@ class VectorStore:
                 if version != model.version:
                     return index, f"rebuilt (the file was made by {version}, this is {model.version})"
                 ids, marks = data["ids"].tolist(), data["digests"]
-                matrix, rows = _with_room(data, "matrix", np.float16, embeddings.GROWTH_MIN)
-                if rows != len(ids) or matrix.shape[1:] != (model.dimensions,) or len(marks) != len(ids):
-                    return index, "rebuilt (the file's arrays disagree)"
+                if "tail" in data.files:  # a large store's rows, as their coordinates
+                    parts, rows = {}, set()
+                    for name, dtype in _coordinate_parts().items():
+                        parts[name], length = _with_room(data, name, dtype, embeddings.GROWTH_MIN)
+                        rows.add(length)
+                    basis, tail_basis = data["basis"], data["tail_basis"]
+                    if rows != {len(ids)} or basis.shape[0] != model.dimensions or len(marks) != len(ids):
+                        return index, "rebuilt (the file's arrays disagree)"
+                else:
+                    matrix, length = _with_room(data, "matrix", np.float16, embeddings.GROWTH_MIN)
+                    if length != len(ids) or matrix.shape[1:] != (model.dimensions,) or len(marks) != len(ids):
+                        return index, "rebuilt (the file's arrays disagree)"
                 if texts:
                     shared = dict(zip(texts, texts))
                     ids = [shared.get(node_id, node_id) for node_id in ids]
@@ -300,7 +320,11 @@ class VectorStore:
                     tokens, _ = _with_room(data, "tokens", embeddings.token_type(model.vocabulary),
                                            embeddings.TOKENS_GROWTH_MIN)
                     ends = data["token_ends"]
-                index = embeddings.VectorIndex.from_rows(ids, _marks(marks), matrix, model.vocabulary, tokens, ends)
+                if "tail" in data.files:
+                    index = embeddings.VectorIndex.from_coordinates(
+                        ids, _marks(marks), basis, tail_basis, parts, int(data["fitted_on"]), model.vocabulary, tokens, ends)
+                else:
+                    index = embeddings.VectorIndex.from_rows(ids, _marks(marks), matrix, model.vocabulary, tokens, ends)
             return index, "file"
         except FileNotFoundError:
             return index, "built (no vectors file yet)"
@@ -340,13 +364,22 @@ class VectorStore:
             within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
             tokens[first : first + len(within)] = index.token_ids[np.repeat(index.token_start[piece], lengths) + within]
         marks = index.marks[order].astype(">u8").tobytes()
+        in_place = shared and len(order) == len(id_of)
+
+        def rows_of(array: Any, dtype: Any) -> Any:
+            return array[: len(order)] if in_place and array.dtype == dtype else array[order].astype(dtype, copy=False)
+
+        if index.matrix is not None:
+            vectors = {"matrix": rows_of(index.matrix, np.float16)}
+        else:  # kept as coordinates (TAIL_FROM): written as they are, with their directions
+            vectors = {name: rows_of(getattr(index, name), dtype) for name, dtype in _coordinate_parts().items()}
+            vectors |= {"basis": index.basis, "tail_basis": index.tail_basis, "fitted_on": np.array(index.fitted_on)}
         return {
             "model": np.array(model.version),
             "ids": np.array([id_of[row] for row in order.tolist()], dtype=str),
             # The 16-digit hex older versions wrote and read.
             "digests": np.frombuffer(binascii.hexlify(marks), "S16").astype("U16"),
-            "matrix": (index.matrix[: len(order)] if shared and len(order) == len(id_of) and index.matrix.dtype == np.float16
-                       else index.matrix[order].astype(np.float16, copy=False)),
+            **vectors,
             # Each memory's token ids, one after another, and where each one's end: a start then
             # counts the store's words without tokenising every memory again.
             "tokens": tokens,
