@@ -178,6 +178,22 @@ def against_base(base: str, tree: Path, sizes: list[int], count: int) -> str:
     return "\n".join(lines)
 
 
+def full_rows(graph: SoulGraph, store: VectorStore):
+    """Every row's vector in full (float16, as a store rounds it), for the exact reference: the
+    index's own rows, or, past embeddings.TAIL_FROM where it keeps their coordinates instead,
+    each memory embedded again (the model is deterministic: the vector the store made)."""
+    import numpy as np
+
+    index = store.index
+    used = len(index.id_of)
+    if index.matrix is not None:
+        return index.matrix[:used]
+    rows = np.zeros((used, index.dimensions), np.float16)
+    for node_id, row in index.row_of.items():
+        rows[row] = store.model.embed_ids(store.model.token_ids(graph.nodes[node_id].content))
+    return rows
+
+
 def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[str]) -> dict[str, list[float]]:
     """The steps of a hybrid recall (memory/ranking.py::_hybrid), each timed on its own."""
     every = lambda node_id: True  # noqa: E731 - no filter, as a plain soul_query
@@ -191,6 +207,7 @@ def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[st
     index = store.index
     used = len(index.id_of)
     vectors = {q: store.question_vector(q) for q in questions}
+    whole_rows = full_rows(graph, store)
     return {
         f"word search, {depth} deep": timed(lambda q: graph.query(q, depth), questions),
         "question's vector (two weightings)": timed(store.question_vector, questions),
@@ -199,7 +216,7 @@ def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[st
         "  of which the shortlist's product": timed(
             lambda q: index.shortlist[:used] @ (vectors[q] @ index.basis), questions)
         if index.shortlist is not None else [0.0],
-        "  (the product over whole rows it saves)": timed(lambda q: index.matrix[:used] @ vectors[q], questions),
+        "  (the product over whole rows it saves)": timed(lambda q: whole_rows @ vectors[q], questions),
         "their word scores (scores_of)": timed(
             lambda q: graph.scores_of(q, [i for i in nearest[q] if i not in known[q]]), questions),
         "neighbours, fusion, date over the pooled candidates": timed(
@@ -254,7 +271,7 @@ def the_floor(graph: SoulGraph, store: VectorStore, questions: list[str]) -> dic
     return times
 
 
-def what_the_shortlist_changes(store: VectorStore, questions: list[str]) -> str:
+def what_the_shortlist_changes(graph: SoulGraph, store: VectorStore, questions: list[str]) -> str:
     """The shortlist's nearest against the exact ones on this index, and LoCoMo dev's recall with
     the shortlist and without it, each conversation asked in a crowd as large as this index
     (bench/crowd_locomo.py)."""
@@ -266,9 +283,10 @@ def what_the_shortlist_changes(store: VectorStore, questions: list[str]) -> str:
     index = store.index
     used = len(index.id_of)
     found = {10: [], ranking.FUSION_DEPTH: []}
+    rows = full_rows(graph, store).astype(np.float32)
     for q in questions:
         vector = store.question_vector(q)
-        exact = index.matrix[:used] @ vector
+        exact = rows @ vector
         picked = [index.row_of[i] for i, _ in index.nearest(vector, ranking.FUSION_DEPTH)]  # as recall asks
         for n in found:
             # A place won on a tie (copies of one text) counts as found when the tie is.
@@ -344,7 +362,7 @@ def main() -> None:
         parts = where_the_time_goes(graph, store, questions)
         split = apart_and_together(graph, store, questions)
         floor = the_floor(graph, store, questions)
-        shortlist = what_the_shortlist_changes(store, questions) if store.index.shortlist is not None else ""
+        shortlist = what_the_shortlist_changes(graph, store, questions) if store.index.shortlist is not None else ""
 
     if shortlist:
         print()

@@ -15,6 +15,9 @@ the second table). Each query asks for 200 rows, as hybrid recall does (ranking.
   shortlist  as shipped, without cells: from LEAD_FROM rows, every row's 64 leading
              coordinates, 2,000 picks completed with the other 64, then 600 on their full rows
   cells      the rows of the nearest cells only, then as the shortlist
+  coordinates  the shortlist from rows kept as their coordinates on every direction, int8 past
+             the shortlist's (what a store from embeddings.TAIL_FROM rows keeps): as shipped at
+             100,000; the other modes keep the full rows, as a store below TAIL_FROM does
 
 `top 10` / `top 200`: the share of the exact first 10 / 200 found among the same number returned
 (a row with the same cosine as one of them counts: the repeated turns tie).
@@ -71,10 +74,18 @@ def random_units(count: int, dimensions: int, seed: int) -> np.ndarray:
 SHORTLIST_PARTS = ("basis", "shortlist", "refine")
 
 
-def build(rows: np.ndarray, size: int) -> tuple[embeddings.VectorIndex, float, float]:
+def filled(rows: np.ndarray, size: int) -> embeddings.VectorIndex:
     index = embeddings.VectorIndex(rows.shape[1], capacity=size)
     for number in range(size):
         index.put(f"n{number}", rows[number % len(rows)])
+    return index
+
+
+def build(rows: np.ndarray, size: int) -> tuple[embeddings.VectorIndex, float, float]:
+    """The index with its full rows (the reference and the older modes read them), and beside it
+    (`index.coordinates`) the same rows as a store past TAIL_FROM keeps them: same ids, same rows."""
+    shipped_tail, embeddings.TAIL_FROM = embeddings.TAIL_FROM, None
+    index = filled(rows, size)
     shipped_from, embeddings.LEAD_FROM = embeddings.LEAD_FROM, size + 1
     index.fit_shortlist()  # every coordinate in one pass, kept for the "one pass" mode
     index.one_pass = [getattr(index, name) for name in SHORTLIST_PARTS]
@@ -85,6 +96,9 @@ def build(rows: np.ndarray, size: int) -> tuple[embeddings.VectorIndex, float, f
     t0 = time.perf_counter()
     index.fit_cells()
     cells = time.perf_counter() - t0
+    embeddings.TAIL_FROM = shipped_tail
+    index.coordinates = filled(rows, size)
+    index.coordinates.fit_shortlist()
     return index, fit, cells
 
 
@@ -115,8 +129,10 @@ def measure(index, queries) -> dict[str, dict[str, float]]:
             for name, value in zip(SHORTLIST_PARTS, shipped):
                 setattr(index, name, value)
 
+    coordinates = index.coordinates
+    coordinates.centres = None
     modes = {"exact": lambda q, n: exact(index, q, n), "one pass": one_pass, "shortlist": without,
-             "cells": lambda q, n: index._nearest_rows(q, n)[0]}
+             "cells": lambda q, n: index._nearest_rows(q, n)[0], "coordinates": lambda q, n: coordinates._nearest_rows(q, n)[0]}
     times = {name: [] for name in modes}
     found = {name: [] for name in modes}
     for query in queries:
@@ -147,8 +163,11 @@ def table(title: str, rows: np.ndarray, queries: np.ndarray, sizes: list[int]) -
         for name, r in result.items():
             print(f"{size:>7} {name:<10} {r['p50']:>7.3f} {r['p95']:>7.3f} {r['p50'] / result['exact']['p50']:>7.2f}x"
                   f" {r['p50'] / result['shortlist']['p50']:>11.2f}x {r['top10']:>7.3f} {r['top200']:>7.3f}")
+        held = lambda ix: sum(getattr(ix, name).nbytes for name in ("matrix", "shortlist", "refine", "tail", "tail_scale")  # noqa: E731
+                              if getattr(ix, name) is not None) / 1e6
         print(f"{size:>7} fit: directions and cells {fit * 1000:.0f} ms, cells alone {cells * 1000:.0f} ms"
-              f" ({len(index.cell_rows)} cells)")
+              f" ({len(index.cell_rows)} cells); rows and shortlist {held(index):.1f} MB, as coordinates"
+              f" {held(index.coordinates):.1f} MB ({'kept' if index.coordinates.matrix is None else 'not kept: below TAIL_FROM'})")
 
 
 def main() -> None:

@@ -11,8 +11,9 @@ Two layouts of the same soul: soul.json with its journal (the adds are journal r
 forget a whole new snapshot), and soul.json alone (a copy made without its journal, or one an
 older runtime wrote: the first add writes a whole snapshot).
 
-`--embed`: the servers run with their vectors (the runtime as it ships). The vectors file is made
-once beforehand, in this process, and copied beside each soul; a server is measured once its
+`--embed`: the servers run with their vectors (the runtime as it ships). Each tree's vectors file
+is made once beforehand, by that tree's own runtime in a child process (the trees may keep the
+file in different forms), and copied beside each of its souls; a server is measured once its
 soul_summary says "hybrid" (at most VECTORS_DEADLINE seconds) and it has answered a question.
 """
 
@@ -23,6 +24,7 @@ import asyncio
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +46,7 @@ from soulgraph.store.vectors import vectors_path  # noqa: E402
 LAYOUTS = ("with journal", "soul.json alone")
 PRELOAD_STARTS = 0.3  # seconds: the server starts its background read 50 ms after tools/list
 VECTORS_DEADLINE = 120.0  # seconds a server may take to load its vectors before the bench gives up
+MAKE_VECTORS_DEADLINE = 900.0  # seconds a runtime may take to embed the whole soul once
 
 
 def rss_mb(pid: int) -> float:
@@ -119,15 +122,32 @@ async def measure(runtime: Path, soul_file: Path, calls: int, embed: bool = Fals
             "forget_ms": forget_seconds * 1000}
 
 
-def one_run(runtime: Path, source: Path, layout: str, calls: int, embed: bool) -> dict[str, float]:
+def vectors_made_by(runtime: Path, source: Path, folder: Path) -> Path:
+    """The vectors file of `source` as `runtime` makes it (bench/synthetic.py's make_vectors,
+    run in a child process with that runtime), beside a copy of the soul in `folder`."""
+    folder.mkdir()
+    soul_file = folder / "soul.json"
+    shutil.copyfile(source, soul_file)
+    shutil.copyfile(source.with_name(source.name + ".journal"), soul_file.with_name("soul.json.journal"))
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import synthetic; from pathlib import Path; "
+            "reason = synthetic.make_vectors(Path(sys.argv[2])); sys.exit(reason)")
+    env = {**os.environ, "PYTHONPATH": str(runtime)}
+    done = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent), str(soul_file)],
+                          env=env, timeout=MAKE_VECTORS_DEADLINE, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"--embed: {runtime} made no vectors: {done.stderr.strip()[-400:]}")
+    return vectors_path(soul_file)
+
+
+def one_run(runtime: Path, source: Path, layout: str, calls: int, vectors: Path | None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         soul_file = Path(folder) / "soul.json"
         shutil.copyfile(source, soul_file)
         if layout == "with journal":
             shutil.copyfile(source.with_name(source.name + ".journal"), soul_file.with_name("soul.json.journal"))
-        if embed:
-            shutil.copyfile(vectors_path(source), vectors_path(soul_file))
-        return asyncio.run(measure(runtime, soul_file, calls, embed))
+        if vectors is not None:
+            shutil.copyfile(vectors, vectors_path(soul_file))
+        return asyncio.run(measure(runtime, soul_file, calls, vectors is not None))
 
 
 def main() -> int:
@@ -143,15 +163,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder, worktree(args.base) as base_tree:
         source = Path(folder) / "soul.json"
         SoulFile(source).save(synthetic.build(args.size))
-        reason = synthetic.make_vectors(source) if args.embed else None
-        if reason is not None:
-            raise SystemExit(f"--embed: no vectors here ({reason})")
         trees = {"this tree": args.runtime.resolve(), args.base[:12]: base_tree / "runtime"}
+        vectors = {name: vectors_made_by(runtime, source, Path(folder) / f"vectors-{number}") if args.embed else None
+                   for number, (name, runtime) in enumerate(trees.items())}
         results: dict[tuple[str, str], list[dict[str, float]]] = {}
         for _ in range(args.runs):
             for layout in LAYOUTS:
                 for name, runtime in trees.items():  # alternating, so drift in the machine hits both
-                    results.setdefault((name, layout), []).append(one_run(runtime, source, layout, args.calls, args.embed))
+                    results.setdefault((name, layout), []).append(one_run(runtime, source, layout, args.calls, vectors[name]))
     print(f"{args.size:,} memories, {args.calls} soul_add then 2 hard soul_forget, "
           f"{'with vectors' if args.embed else '--no-embed'}; MB of VmRSS "
           f"(median of {args.runs})")

@@ -125,25 +125,27 @@ def crowd_replay(data: list[dict], size: int) -> tuple[list[Question], list[floa
         graph, turns = crowd_graph(data, asked, size)
         store = VectorStore(None, background=False)
         assert store.ready(graph) and store.index.shortlist is not None, "the crowd is too small for the shortlist"
-        shortlist = store.index.shortlist
+        exact_store = store if store.index.matrix is not None else _with_full_rows(graph)
+        shortlist = exact_store.index.shortlist
         prefix = f"{asked}:"
         plain = {turn[len(prefix):] for turn in turns}
         for subject, category, text, evidence in scorable_questions(sample, plain, problems, str(asked)):
             question = Question(category, subject, 0.0, {prefix + e: 0.0 for e in evidence})
             for method in METHODS:
-                store.index.shortlist = None if method == "hybrid, exact" else shortlist
+                vectors = exact_store if method == "hybrid, exact" else store
+                exact_store.index.shortlist = None if method == "hybrid, exact" else shortlist
                 embeddings.VectorIndex._nearest_rows = _rough_only if "alone" in method else shipped_rows
                 try:
                     # Deep enough that the session nodes (structure, skipped) leave 20 memories.
-                    hits = ranking.recall(graph, text, max(KS) + 40, vectors=None if "lexical" in method else store)
+                    hits = ranking.recall(graph, text, max(KS) + 40, vectors=None if "lexical" in method else vectors)
                 finally:
-                    store.index.shortlist = shortlist
+                    exact_store.index.shortlist = shortlist
                     embeddings.VectorIndex._nearest_rows = shipped_rows
                 # Every memory counts, the crowd's included: only the session nodes are skipped.
                 question.record(method, [h.node.id for h in hits if "session" not in h.node.tags][: max(KS)])
             questions.append(question)
             if ranking.hybrid.is_question(text):
-                exact = {i for i, _ in _exact_nearest(store, text)}
+                exact = {i for i, _ in _exact_nearest(exact_store, text)}
                 fidelity.append(len(exact & set(store.nearest_ids(text, ranking.FUSION_DEPTH))) / len(exact))
     return questions, fidelity
 
@@ -179,6 +181,18 @@ def main() -> None:
         asked = [q for q in questions if q.kind == category]
         row = summarize(asked, METHODS, (10,))["methods"]
         print(f"| {category} | {len(asked)} | " + " | ".join(f"{row[m]['recall@10']:.3f}" for m in METHODS) + " |")
+
+
+def _with_full_rows(graph) -> VectorStore:
+    """The crowd's vectors again, their full rows kept (a crowd past embeddings.TAIL_FROM keeps
+    its rows' coordinates instead): what the exact method and the reference read."""
+    kept, embeddings.TAIL_FROM = embeddings.TAIL_FROM, None
+    try:
+        store = VectorStore(None, background=False)
+        assert store.ready(graph)
+        return store
+    finally:
+        embeddings.TAIL_FROM = kept
 
 
 def _exact_nearest(store: VectorStore, text: str) -> list[tuple[str, float]]:
