@@ -94,8 +94,9 @@ def main() -> None:
         if peaks:
             out["peak above the graph, loading"] = round(status("VmHWM") - with_graph, 1)
         index = store.index
-        out["capacity"] = int(index.matrix.shape[0])
-        out["matrix_dtype"] = str(index.matrix.dtype)
+        out["capacity"] = len(index.marks)
+        # What a row is kept as: its vector (float32 or float16), or its coordinates (TAIL_FROM).
+        out["rows kept as"] = "coordinates" if index.matrix is None else str(index.matrix.dtype)
         before, total = with_vectors, 0
         peaks = reset_peak()
         for count in [int(part) for part in args.writes.split(",") if part]:
@@ -115,7 +116,7 @@ def main() -> None:
             if peaks:
                 out[f"  {total}: peak above the load"] = round(status("VmHWM") - before, 1)
         assert len(store.index) == len(graph.nodes)
-        out["capacity after"] = int(store.index.matrix.shape[0])
+        out["capacity after"] = len(store.index.marks)
     print(json.dumps(out))
 
 
