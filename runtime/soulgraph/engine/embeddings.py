@@ -210,7 +210,9 @@ class VectorIndex:
     The shortlist (see the module text) is fitted by `fit_shortlist`, which the owner calls
     when `shortlist_due()`: at `SHORTLIST_FROM` rows and again each time the rows double, so
     the directions follow what the store holds. Between fits, rows added are projected on
-    the directions already fitted; the full rows are kept, for the next fit and the file."""
+    the directions already fitted; the full rows are kept, for the next fit and the file,
+    until a fit at TAIL_FROM rows or more, from which a row is its coordinates on every
+    direction (`tail`: see TAIL_FROM) and the next fit and the file work from those."""
 
     def __init__(self, dimensions: int, capacity: int = 64, vocabulary: int = 0):
         _numpy()
@@ -574,7 +576,8 @@ class VectorIndex:
     def nearest(self, query: Any, n: int) -> list[tuple[str, float]]:
         """The n nodes most similar to `query` (cosine), best first; equal cosines (copies of
         one text) in the order of their rows. Exact below SHORTLIST_FROM rows; from there, the
-        n best of the shortlist's picks, by their exact cosines."""
+        n best of the shortlist's picks, by their exact cosines (from TAIL_FROM rows, by the
+        cosines their coordinates give: within about 1e-4 of them)."""
         rows, scores = self._nearest_rows(query, n)
         id_of = self.id_of
         # A removed node's row (id None) is zeros, and may be among them.
