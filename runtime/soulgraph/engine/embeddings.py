@@ -22,11 +22,12 @@ complete their coordinates, which pick as above. From `TAIL_FROM` rows on (at a 
 rows are not kept: the directions are fitted on every dimension, and a row is its coordinates
 on all of them (a rotation of it): the shortlist's, and the rest (`tail`, int8, scaled per row).
 A pick's score is then the sum of the three parts' products with the question's coordinates.
-docs/embeddings.md measures what each step misses. From `CELLS_FROM` rows on (off unless set: it did not pay, see there), the fit also
-splits the rows into about sqrt(rows) cells (k-means on the shortlist coordinates), and a search
-reads only the shortlist rows of the cells whose centres lie nearest the question (an inverted
-file), then goes on as above. The index is pure: store/vectors.py persists it beside the soul
-file, its rows or its coordinates (not the cells: they would be fitted again at a load).
+docs/embeddings.md measures what each step misses. From `CELLS_FROM` rows on (off unless set:
+it did not pay, see there), the fit also splits the rows into about sqrt(rows) cells (k-means on
+the shortlist coordinates), and a search reads only the shortlist rows of the cells whose
+centres lie nearest the question (an inverted file), then goes on as above. The index is pure:
+store/vectors.py persists it beside the soul file, its rows or its coordinates (not the cells:
+they would be fitted again at a load).
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ every memory again.
 - The file holds the model's version stamp, and per node its id, a digest of the text the
   vector was made from, the vector (float16; from engine/embeddings.py's TAIL_FROM rows, its
   coordinates on the index's directions instead, and those directions: what the index keeps)
-  and the text's token ids (for the store's word counts, which weight a question's words). A vector whose node's text changed, or
-  that belongs to no node, is dropped on load; a node without one is embedded.
+  and the text's token ids (for the store's word counts, which weight a question's words). A
+  vector whose node's text changed, or that belongs to no node, is dropped on load; a node
+  without one is embedded.
 - A missing file, a corrupt one or one made by another model version is rebuilt in a
   background thread; until it is ready search is lexical, and `status()` (which
   soul_summary shows) says so and why.
