@@ -100,9 +100,9 @@ HALF_CHUNK = 1024  # float16 rows widened at once for a search (the scratch they
 # instead of itself: the shortlist's two parts, and the other directions' (`tail`) in int8, each
 # row's scaled by its largest. The directions are a rotation, so the three parts' products with
 # the question's coordinates add up to the row's product with it; the other directions hold
-# under 1 % of the rows' length, so int8 loses little there: at 100,000 distinct texts, picks
-# scored this way find 0.999 of the exact first 10 and of the first 200, where int8 full rows
-# find 0.90 and 0.94 (bench/row_precision.py); 64 MB instead of 115 (77 of rows, 38 of the
+# under 1 % of the rows' length, so int8 loses little there: at 100,000 distinct texts, rows
+# scored this way find 0.996-0.999 of the exact first 10 and 0.998-0.999 of the first 200, where
+# int8 full rows find 0.85-0.90 and 0.91-0.94 (bench/row_precision.py); 64 MB instead of 115 (77 of rows, 38 of the
 # shortlist). None: never. Below it the full rows are kept: exact scores, below the size where
 # the word index also starts to trade time for memory (index.SETS_DROPPED_FROM).
 TAIL_FROM: int | None = 32768
@@ -243,7 +243,7 @@ class VectorIndex:
         self.tail_scale: Any = None
         self.fitted_on = 0  # rows when the directions were fitted
         self.centres: Any = None  # cells x SHORTLIST_DIMENSIONS: the cells' centres, unit (None: no cells)
-        self.cell_of: Any = None  # each row's cell, -1 for a free row (rows as `matrix`)
+        self.cell_of: Any = None  # each row's cell, -1 for a free row (a row per row of `marks`)
         self.cell_rows: list[Any] = []  # each cell's rows, as intp arrays
         self.cell_coords: list[Any] = []  # ... and their shortlist coordinates, contiguous (read in one pass)
         self.changes = 0  # bumped when a row gets or loses its node: what maps ids to rows starts again
