@@ -230,14 +230,19 @@ def where_the_time_goes(graph: SoulGraph, store: VectorStore, questions: list[st
 class _Answered:
     """Vectors whose answers were computed beforehand: recall with them costs everything but the vectors."""
 
-    def __init__(self, answers: dict[str, list[str]]):
+    def __init__(self, store: VectorStore, answers: dict[str, list[str]]):
         self.answers = answers
+        self.index = store.index  # the reranker reads its candidates' cosines from the rows
+        self.questions = {text: store.question_vector(text) for text in answers}
 
     def ready(self, graph: SoulGraph) -> bool:
         return True
 
-    def nearest_ids(self, text: str, n: int, accept=None) -> list[str]:
+    def nearest_ids(self, text: str, n: int, accept=None, exclude=frozenset()) -> list[str]:
         return self.answers[text]
+
+    def question_vector(self, text: str):
+        return self.questions[text]
 
 
 def apart_and_together(graph: SoulGraph, store: VectorStore, questions: list[str]) -> dict[str, list[float]]:
@@ -245,7 +250,7 @@ def apart_and_together(graph: SoulGraph, store: VectorStore, questions: list[str
     timed in turn on each question so all three see the same machine. Together they cost more
     than the sum of the parts apart: each evicts the other's data from the caches."""
     keep = graph.index.membership()
-    answered = _Answered({q: store.nearest_ids(q, ranking.FUSION_DEPTH, keep) for q in questions})
+    answered = _Answered(store, {q: store.nearest_ids(q, ranking.FUSION_DEPTH, keep) for q in questions})
     calls = {
         "the whole hybrid recall": lambda q: ranking.recall(graph, q, 10, vectors=store),
         "the vectors' part alone (question embedded, 200 nearest)": lambda q: store.nearest_ids(
