@@ -10,6 +10,7 @@ import math
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -367,20 +368,23 @@ def test_a_search_that_excludes_other_users_equals_brute_force_over_what_the_rea
     weight=st.sampled_from([0.0, 0.5]),
     min_df=st.sampled_from([1, 3]),
     sets_dropped_from=st.sampled_from([0, 20]),
+    posting_set_from=st.sampled_from([2, 3, 128]),
 )
 def test_common_words_kept_as_masks_only_score_as_their_sets_did(
-        docs, later, removed, question, chosen, k, weight, min_df, sets_dropped_from):
+        docs, later, removed, question, chosen, k, weight, min_df, sets_dropped_from, posting_set_from):
     """Once a word's mask is built its set is dropped (in a large index: here from 0 or 20
     slots, so masks made while small lose their sets as the graph grows): every reader of
     postings (the scores of given candidates, a search with a filter, which sums every
     posting, df and idf) must give exactly the brute-force answers, also after adds and
-    removals once the masks exist."""
+    removals once the masks exist. A rare word's posting is a tuple below `posting_set_from`
+    ids and a set from there (here from 2 or 3 on, so words cross over as nodes come and go)."""
     from unittest.mock import patch
 
     from soulgraph.engine import index as index_module
 
     with patch.object(index_module, "MASK_MIN_DF", min_df), patch.object(index_module, "MASK_SHARE", 10**9), \
-            patch.object(index_module, "SETS_DROPPED_FROM", sets_dropped_from):
+            patch.object(index_module, "SETS_DROPPED_FROM", sets_dropped_from), \
+            patch.object(index_module, "POSTING_SET_FROM", posting_set_from):
         graph = graph_of(docs)
         built = graph.index.build_common_masks()
         assert built == len(graph.index._masks)
@@ -405,3 +409,19 @@ def test_common_words_kept_as_masks_only_score_as_their_sets_did(
             holders = {i for i, n in graph.nodes.items() if word in words(n.content + " " + " ".join(n.tags))}
             assert graph.index.posting(word) == holders and set(graph.index.holders(word)) == holders
             assert graph.index.df(word) == len(holders)
+        for word, posting in graph.index._postings.items():  # a tuple only while few, never a repeat
+            assert posting and (type(posting) is set or (type(posting) is tuple and len(posting) < posting_set_from
+                                                         and len(set(posting)) == len(posting))), (word, posting)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n_slots=st.integers(0, 5000), data=st.data())
+def test_a_mask_of_slots_has_exactly_their_bits(n_slots, data):
+    """Whatever the order and repeats of the slots; a slot past the last byte is refused."""
+    from soulgraph.engine.bitsets import mask_of_slots
+
+    slots = data.draw(st.lists(st.integers(0, max(0, n_slots - 1)), max_size=3 * n_slots)) if n_slots else []
+    assert mask_of_slots(slots, n_slots) == sum(1 << slot for slot in set(slots))
+    assert mask_of_slots(iter(slots), n_slots) == mask_of_slots(tuple(reversed(slots)), n_slots)
+    with pytest.raises(IndexError):
+        mask_of_slots([(n_slots + 7) // 8 * 8], n_slots)

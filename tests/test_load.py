@@ -118,7 +118,7 @@ def assert_same_internals(a: SoulGraph, b: SoulGraph, fresh: bool = True) -> Non
     assert list(a.order.ascending()) == list(b.order.ascending())
     assert a.order.root == b.order.root and len(a.order) == len(b.order)
     ia, ib = a.index, b.index
-    assert ia._postings == ib._postings  # as sets: a loaded posting is sized once, so it iterates in another order
+    assert ia._postings == ib._postings  # a set sized once at a load iterates in another order; a tuple in node order
     assert ia._slot_of == ib._slot_of and ia._id_at == ib._id_at
     assert ia.ids_by_id() == ib.ids_by_id()
     assert ia._texts == ib._texts
@@ -220,14 +220,22 @@ def test_tree_from_sorted_is_balanced_and_ordered(n):
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(st.characters(codec="utf-8"), max_size=30) | st.text("aB9 _-.'\n\x00ΣσςÉİ", max_size=20),
-                max_size=12))
-def test_add_many_indexes_like_add(texts):
-    one = InvertedIndex()
-    for position, text in enumerate(texts):
-        one.add(f"n{position}", text)
-    many = InvertedIndex()
-    many.add_many([f"n{position}" for position in range(len(texts))], texts)
+                max_size=12), st.sampled_from([2, 3, 128]))
+def test_add_many_indexes_like_add(texts, posting_set_from):
+    """The same postings, in the same form: a tuple (in node order) below `POSTING_SET_FROM`
+    ids, a set from there on; here from 2 or 3 on too, so the bulk path makes sets."""
+    from unittest.mock import patch
+
+    from soulgraph.engine import index as index_module
+
+    with patch.object(index_module, "POSTING_SET_FROM", posting_set_from):
+        one = InvertedIndex()
+        for position, text in enumerate(texts):
+            one.add(f"n{position}", text)
+        many = InvertedIndex()
+        many.add_many([f"n{position}" for position in range(len(texts))], texts)
     assert many._postings == one._postings
+    assert {type(posting) for posting in many._postings.values()} <= {tuple, set}
     assert many._slot_of == one._slot_of and many._texts == one._texts and len(many) == len(one)
     for position, text in enumerate(texts):
         assert many.document_words(f"n{position}") == frozenset(words(text))

@@ -1,4 +1,4 @@
-"""One node's parents or children: a tuple while they are few, a set once they are many.
+"""A group of node ids: a tuple while they are few, a set once they are many.
 
 A set costs about 216 bytes however few it holds, and most nodes have one or two parents and
 a few children: at 100,000 memories the two edge maps took 51 MB as sets, 12 MB as tuples.
@@ -6,6 +6,9 @@ A hub (a session with every turn as its child) holds thousands, where a tuple's 
 would cost: from `SET_FROM` edges on they are a set. Both iterate, `len` and `in` alike; a
 change goes through `joined` or `parted`, which return the container to store (a set is
 changed in place and returned). Compare with `set(...)`, never with `==` against a set.
+
+The word index keeps a word's memories the same way (`engine/index.py`), with its own
+`set_from`: it never asks a posting `in`, so a tuple serves it far longer.
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ NONE: tuple[str, ...] = ()
 SET_FROM = 16  # edges from which a node's parents or children are a set
 
 
-def packed(node_ids: Iterable[str]) -> Edges:
-    """These ids without repeats, in first-seen order: a tuple, or a set when many."""
+def packed(node_ids: Iterable[str], set_from: int = SET_FROM) -> Edges:
+    """These ids without repeats, in first-seen order: a tuple, or a set when `set_from` or more."""
     unique = tuple(dict.fromkeys(node_ids))
-    return set(unique) if len(unique) >= SET_FROM else unique
+    return set(unique) if len(unique) >= set_from else unique
 
 
 def packed_all(groups: list[tuple[str, ...]]) -> list[Edges]:
@@ -38,14 +41,14 @@ def packed_all(groups: list[tuple[str, ...]]) -> list[Edges]:
     return result
 
 
-def joined(edges: Edges, node_id: str) -> Edges:
+def joined(edges: Edges, node_id: str, set_from: int = SET_FROM) -> Edges:
     """`edges` with `node_id` in it."""
     if type(edges) is set:
         edges.add(node_id)
         return edges
     if node_id in edges:
         return edges
-    if len(edges) + 1 >= SET_FROM:
+    if len(edges) + 1 >= set_from:
         return {*edges, node_id}
     return (*edges, node_id)
 

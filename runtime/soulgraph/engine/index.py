@@ -11,7 +11,8 @@ nodes into groups that share the same common words, hence the same lexical score
 speed, without visiting the thousands of nodes a common word matches. In a large index
 (`SETS_DROPPED_FROM`) the mask is then the word's only posting: a set costs 40 to 60
 bytes a member, the mask one bit a node (at 100,000 memories, 42 MB of sets for 14 MB
-of masks).
+of masks). A rarer word's posting is a tuple while it holds fewer than `POSTING_SET_FROM`
+ids (8 bytes a member: `engine/edges.py`'s form), a set from there on.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from operator import add, itemgetter, methodcaller
 from typing import AbstractSet, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from soulgraph.engine.bitsets import mask_of_slots, slots_in, slots_in_any
+from soulgraph.engine.edges import Edges, packed, parted
 from soulgraph.engine.heap import give_back_freed_memory
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -49,6 +51,11 @@ MASK_MIN_DF = 32
 # testing their bits in a mask (scores_of with 200 candidates at 10,000: 173-180 against
 # 230-240 µs, a one-off timing; bench/bench_engine.py gives the word search's own figures).
 SETS_DROPPED_FROM = 32_768
+# Below this many ids a word's posting is a tuple (in first-seen order), from it on a set. Most
+# words are rare: at 100,000 memories the postings left beside the masks held 305,000 ids in
+# 18.3 MB of sets, a tuple's 8 bytes an id instead. Nothing asks a posting `in` (a search asks
+# its candidates, `add_shared`), so a tuple costs no search time; an add copies it (under 1 µs).
+POSTING_SET_FROM = 128
 
 
 def stem(word: str) -> str:
@@ -142,7 +149,7 @@ class InvertedIndex:
     """
 
     def __init__(self) -> None:
-        self._postings: dict[str, set[str]] = {}  # word -> its node ids (unless its mask replaced them)
+        self._postings: dict[str, Edges] = {}  # word -> its node ids (unless its mask replaced them)
         # node id -> the text it was indexed with. Its words are found again when the node is
         # removed or re-indexed (rare); a text costs less memory than its set of words (a
         # fifth, for a short note) and nothing to build at load.
@@ -185,12 +192,14 @@ class InvertedIndex:
         postings, masks = self._postings, self._masks
         for word in doc:
             posting = postings.get(word)
-            if posting is not None:
+            if type(posting) is set:
                 posting.add(node_id)
+            elif posting is not None:  # a tuple, without the node (`joined` would look for it first)
+                postings[word] = (*posting, node_id) if len(posting) + 1 < POSTING_SET_FROM else {*posting, node_id}
             elif word in masks:
                 self._mask_sizes[word] += 1  # the mask is its only posting
             else:
-                postings[word] = {node_id}
+                postings[word] = (node_id,)
             if word in masks:
                 masks[word] |= 1 << slot
         if masks:
@@ -198,8 +207,8 @@ class InvertedIndex:
 
     def add_many(self, node_ids: Sequence[str], texts: Sequence[str]) -> None:
         """Index many nodes at once, leaving the state that `add` of each
-        (node_ids[i], texts[i]) in order leaves: the same slots and the same postings (sets
-        sized for what they hold, so their iteration order may differ: nothing reads it).
+        (node_ids[i], texts[i]) in order leaves: the same slots and the same postings (the
+        sets sized for what they hold, so their iteration order may differ: nothing reads it).
 
         Loading a graph is almost all this work: a million word occurrences for 100,000
         nodes. Here ASCII texts are lower-cased and split in one pass over their bytes,
@@ -246,18 +255,17 @@ class InvertedIndex:
         deque(map(list.append, map(members_of.__getitem__, tokens),
                   chain.from_iterable(map(repeat, node_ids, counts))), maxlen=0)
         members_of.members.pop("", None)  # stopwords
-        # ...then each posting set made word by word: one set's table at a time, which the
-        # CPU's caches hold, instead of a jump to another of thousands of tables at every word.
-        # A set grown add by add ends with up to four times the table it needs; copied from a
-        # set, it is sized once for what it holds (at 100,000 memories: 60 MB of postings
-        # against 75). The same members as node by node, in another iteration order.
+        # ...then each posting made word by word: one table at a time, which the CPU's caches
+        # hold, instead of a jump to another of thousands of tables at every word. A word twice
+        # in a text is listed twice: `packed` keeps one. A set grown add by add ends with up to
+        # four times the table it needs; copied from a set, it is sized once for what it holds
+        # (at 100,000 memories: 60 MB of postings against 75). The same members as node by
+        # node, the sets in another iteration order.
         postings = self._postings
         for form, members in members_of.members.items():
             posting = postings.get(form)
-            if posting is None:
-                postings[form] = set(set(members))
-            else:
-                posting.update(members)
+            posting = packed(members if posting is None else chain(posting, members), POSTING_SET_FROM)
+            postings[form] = set(posting) if type(posting) is set else posting
         first = len(self._id_at)
         self._slot_of.update(zip(node_ids, range(first, first + len(node_ids))))
         self._id_at.extend(node_ids)
@@ -273,7 +281,7 @@ class InvertedIndex:
         for word in words(text) if text is not None else ():
             posting = self._postings.get(word)
             if posting is not None:
-                posting.discard(node_id)
+                posting = self._postings[word] = parted(posting, node_id)
                 if not posting:
                     del self._postings[word]
                     self._masks.pop(word, None)
@@ -301,14 +309,14 @@ class InvertedIndex:
         df = self.df(word)
         return math.log1p(len(self._texts) / df) if df else 0.0
 
-    def posting(self, word: str) -> set[str]:
-        """The word's node ids (read only). A common word's is made from its mask, a new set
-        each call: `add_shared` and `holders` read many cheaper."""
+    def posting(self, word: str) -> AbstractSet[str]:
+        """The word's node ids (read only). A rare word's tuple or a common word's mask is made
+        into a new set each call: `add_shared` and `holders` read many cheaper."""
         posting = self._postings.get(word)
-        return posting if posting is not None else set(self.holders(word))
+        return posting if type(posting) is set else frozenset(self.holders(word))
 
     def holders(self, word: str) -> Iterable[str]:
-        """The word's node ids, to walk once (a common word's straight from its mask)."""
+        """The word's node ids, to walk once (a tuple or set; a common word's straight from its mask)."""
         posting = self._postings.get(word)
         if posting is not None:
             return posting
@@ -320,13 +328,15 @@ class InvertedIndex:
         """scores[node] += weight for each (weight, word) in turn and each of `candidates` (a
         set or a dict's keys) that holds the word: word by word, so a node's sum is added in
         the words' order, as every scorer adds it. A set word costs a set & at C speed; a
-        mask word a test of each candidate's bit, also at C speed (`_Probe`)."""
+        mask word a test of each candidate's bit, also at C speed (`_Probe`); a tuple word a
+        test of each member against the candidates (`filter`)."""
         probe: _Probe | None = None
         get, size = scores.get, (len(self._id_at) + 7) // 8
         for weight, word in weighted:
             posting = self._postings.get(word)
             if posting is not None:
-                held: Iterable[str] = candidates & posting
+                held: Iterable[str] = (candidates & posting if type(posting) is set
+                                       else filter(candidates.__contains__, posting))
             else:
                 mask = self._masks.get(word)
                 if mask is None:
@@ -397,8 +407,7 @@ class InvertedIndex:
         return (id_at[slot] for slot in (slots_in_any(mask) if many else slots_in(mask)))
 
     def mask_of(self, node_ids: Iterable[str]) -> int:
-        slot_of = self._slot_of
-        return mask_of_slots((slot_of[i] for i in node_ids), len(self._id_at))
+        return mask_of_slots(list(map(self._slot_of.__getitem__, node_ids)), len(self._id_at))
 
     def ids_by_id(self) -> list[str]:
         """Every slotted node id in string order (kept sorted lazily: new ids are merged
@@ -453,7 +462,7 @@ class InvertedIndex:
             for word in [w for w in self._masks if self.df(w) * 2 < threshold]:
                 mask = self._masks.pop(word)
                 if self._mask_sizes.pop(word, None) is not None:
-                    self._postings[word] = set(self.ids_in(mask, many=True))
+                    self._postings[word] = packed(self.ids_in(mask, many=True), POSTING_SET_FROM)
             self._drop_sets_of_masked()
             self._masks_swept_at = len(self._texts)
 
