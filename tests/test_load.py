@@ -241,6 +241,37 @@ def test_add_many_indexes_like_add(texts, posting_set_from):
         assert many.document_words(f"n{position}") == frozenset(words(text))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text("ab cd ef gh  Σσ", max_size=24), max_size=16), st.sampled_from([1, 2, 3]),
+       st.sampled_from([2, 128]), st.sampled_from([0, 3]))
+def test_add_many_in_a_large_index_makes_the_common_words_masks(texts, min_df, posting_set_from, already):
+    """In a large index (here from 0 slots) the bulk path leaves what `add` of each node and then
+    `build_common_masks` leave: the common words (here in `min_df` nodes or more) as masks
+    only, the others' postings in the same form; also onto an index already holding nodes."""
+    from unittest.mock import patch
+
+    from soulgraph.engine import index as index_module
+
+    with patch.object(index_module, "SETS_DROPPED_FROM", 0), patch.object(index_module, "MASK_MIN_DF", min_df), \
+            patch.object(index_module, "MASK_SHARE", 10**9), patch.object(index_module, "POSTING_SET_FROM", posting_set_from):
+        one, many = InvertedIndex(), InvertedIndex()
+        for index in (one, many):
+            for position, text in enumerate(texts[:already]):
+                index.add(f"n{position}", text)
+        for position, text in enumerate(texts[already:], already):
+            one.add(f"n{position}", text)
+        one.build_common_masks()
+        many.add_many([f"n{position}" for position in range(already, len(texts))], texts[already:])
+        built = many.build_common_masks()  # onto an index in use, the old words' masks are left to it
+        assert built == 0 or already
+        for index in (one, many):
+            assert not index._masks.keys() & index._postings.keys()
+            assert all(len(index.posting(word)) < min_df for word in index._postings)
+    assert many._masks == one._masks and many._mask_sizes == one._mask_sizes
+    assert {w: set(p) for w, p in many._postings.items()} == {w: set(p) for w, p in one._postings.items()}
+    assert many._slot_of == one._slot_of and many._texts == one._texts
+
+
 def test_add_many_on_an_index_in_use_and_with_masks():
     index = InvertedIndex()
     index.add("a", "splay tree")

@@ -213,8 +213,13 @@ class InvertedIndex:
         Loading a graph is almost all this work: a million word occurrences for 100,000
         nodes. Here ASCII texts are lower-cased and split in one pass over their bytes,
         and each occurrence costs one dict lookup and one list append inside C loops
-        (`map`), with no Python bytecode per word; then each word's posting set is made
-        from its list. (Two sequences rather than pairs: the loader has both lists.)
+        (`map`), with no Python bytecode per word; then each word's posting is made from
+        its list. (Two sequences rather than pairs: the loader has both lists.)
+
+        In a large index (`SETS_DROPPED_FROM`), a word in as many nodes as a mask is built
+        for gets its mask here, from the slots, and no set: the state `add` of each, then
+        `build_common_masks`, leaves. A load then makes no set it would drop (42 MB at
+        100,000 memories), and a server's background build of the masks finds them made.
         """
         node_ids, texts = list(node_ids), list(texts)
         if len(node_ids) != len(texts):
@@ -250,28 +255,35 @@ class InvertedIndex:
         # Split lazily, node by node: each node's tokens are looked up while still in the
         # CPU cache and freed right after, so a million token objects never exist at once.
         tokens = chain.from_iterable(map(split, pieces))
-        members_of = _MembersOfToken()
-        # members_of[token].append(node_id) for every token of every node, in node order...
-        deque(map(list.append, map(members_of.__getitem__, tokens),
-                  chain.from_iterable(map(repeat, node_ids, counts))), maxlen=0)
-        members_of.members.pop("", None)  # stopwords
-        # ...then each posting made word by word: one table at a time, which the CPU's caches
-        # hold, instead of a jump to another of thousands of tables at every word. A word twice
-        # in a text is listed twice: `packed` keeps one. A set grown add by add ends with up to
-        # four times the table it needs; copied from a set, it is sized once for what it holds
-        # (at 100,000 memories: 60 MB of postings against 75). The same members as node by
-        # node, the sets in another iteration order.
-        postings = self._postings
-        for form, members in members_of.members.items():
-            posting = postings.get(form)
-            posting = packed(members if posting is None else chain(posting, members), POSTING_SET_FROM)
-            postings[form] = set(posting) if type(posting) is set else posting
         first = len(self._id_at)
-        self._slot_of.update(zip(node_ids, range(first, first + len(node_ids))))
+        slots = range(first, first + len(node_ids))
+        self._slot_of.update(zip(node_ids, slots))
         self._id_at.extend(node_ids)
         self._unsorted_ids.extend(node_ids)
         self._word_counts.extend(repeat(0, len(node_ids)))
         self._texts.update(zip(node_ids, texts))
+        members_of = _MembersOfToken()
+        # members_of[token].append(slot) for every token of every node, in node order (a
+        # node's one int repeated: no object per occurrence)...
+        deque(map(list.append, map(members_of.__getitem__, tokens),
+                  chain.from_iterable(map(repeat, slots, counts))), maxlen=0)
+        members_of.members.pop("", None)  # stopwords
+        # ...then each posting made word by word: one table at a time, which the CPU's caches
+        # hold, instead of a jump to another of thousands of tables at every word. A word twice
+        # in a text is listed twice: one is kept. A set grown add by add ends with up to four
+        # times the table it needs; copied from a set, it is sized once for what it holds. The
+        # same members as node by node, the sets in another iteration order.
+        postings, id_at, n_slots = self._postings, self._id_at, len(self._id_at)
+        masked_from = self._mask_threshold() if n_slots >= SETS_DROPPED_FROM else math.inf
+        for form, members in members_of.members.items():
+            held = list(dict.fromkeys(members))
+            posting = postings.get(form)
+            if posting is None and len(held) >= masked_from:
+                self._masks[form], self._mask_sizes[form] = mask_of_slots(held, n_slots), len(held)
+                continue
+            ids: Iterable[str] = map(id_at.__getitem__, held)
+            posting = packed(ids if posting is None else chain(posting, ids), POSTING_SET_FROM)
+            postings[form] = set(posting) if type(posting) is set else posting
 
     def remove(self, node_id: str) -> None:
         slot = self._slot_of.get(node_id)

@@ -38,6 +38,7 @@ from typing import Iterator
 
 from soulgraph.engine import record
 from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, SoulGraph
+from soulgraph.engine.heap import give_back_freed_memory
 from soulgraph.engine.load import paused_gc
 from soulgraph.store import write_guard
 from soulgraph.store import journal, snapshot
@@ -191,6 +192,9 @@ class SoulFile:
                 # A big graph is hundreds of thousands of long-lived objects: frozen, no later
                 # collection walks them, so a tool call never pays tens of milliseconds for one.
                 gc.freeze()
+        # What the load freed among what it keeps (the parse, each word's list of memories) goes
+        # back to the system: 20 MB at 100,000 memories, for 2 ms.
+        give_back_freed_memory()
 
     def _load_paused(self) -> None:
         try:
