@@ -276,14 +276,16 @@ class InvertedIndex:
         postings, id_at, n_slots = self._postings, self._id_at, len(self._id_at)
         masked_from = self._mask_threshold() if n_slots >= SETS_DROPPED_FROM else math.inf
         for form, members in members_of.members.items():
-            held = list(dict.fromkeys(members))
             posting = postings.get(form)
-            if posting is None and len(held) >= masked_from:
-                self._masks[form], self._mask_sizes[form] = mask_of_slots(held, n_slots), len(held)
-                continue
-            ids: Iterable[str] = map(id_at.__getitem__, held)
-            posting = packed(ids if posting is None else chain(posting, ids), POSTING_SET_FROM)
-            postings[form] = set(posting) if type(posting) is set else posting
+            if posting is None and len(members) >= masked_from:
+                mask = mask_of_slots(members, n_slots)  # a repeat sets its bit again
+                if mask.bit_count() >= masked_from:
+                    self._masks[form], self._mask_sizes[form] = mask, mask.bit_count()
+                    continue
+            ids = tuple(map(id_at.__getitem__, dict.fromkeys(members)))
+            if posting is not None:
+                ids = tuple(chain(posting, ids))  # the nodes are new: no repeats
+            postings[form] = ids if len(ids) < POSTING_SET_FROM else set(set(ids))
 
     def remove(self, node_id: str) -> None:
         slot = self._slot_of.get(node_id)
