@@ -43,6 +43,8 @@ BENCHES: dict[str, Bench] = {
                         "docs/benchmarks.md", 3),
     "bench_mcp": Bench("MCP start-up and per-tool latency, against an SDK server doing nothing",
                        "docs/benchmarks.md", 10),
+    "bench_first_answer": Bench("a fresh MCP server's first answers at 100,000 memories, against a base revision "
+                                "and an SDK server doing nothing", "docs/benchmarks.md", 3),
     "bench_memories_web": Bench("the memories web page's first load and a search at 100,000 memories, against "
                                 "the same library calls in-process", "docs/memories.md", 4),
     "bench_snapshot": Bench("the bounded prompt snapshot's build time, against the prime's hot list",
