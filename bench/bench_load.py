@@ -38,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import synthetic  # noqa: E402
+from soulgraph.engine import edges as edge_groups  # noqa: E402
 from soulgraph.engine.graph import DEFAULT_RECENCY_WEIGHT, Node, SoulGraph  # noqa: E402
 from soulgraph.engine.load import load_graph, paused_gc  # noqa: E402
 
@@ -56,8 +57,9 @@ def baseline_insert(data: dict[str, Any], clock=time.time, recency_weight: float
         edges.extend((str(parent), node.id) for parent in record.get("parents", []))
     for parent, child in edges:
         graph.get(parent)  # an edge to a node that is not there: damaged
-        graph.children[parent].add(child)
-        graph.parents[child].add(parent)
+        # A node's edges are a tuple while few (engine/edges.py): joined returns what to store.
+        graph.children[parent] = edge_groups.joined(graph.children[parent], child)
+        graph.parents[child] = edge_groups.joined(graph.parents[child], parent)
     _baseline_check_acyclic(graph)
     for record in data.get("exploration", {}).get("nodes", []):
         node = Node.from_dict(record)
