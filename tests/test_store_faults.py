@@ -331,3 +331,50 @@ def test_a_refused_journal_costs_no_file_descriptor_per_read(tmp_path):
         with pytest.raises(SoulFileError, match="damaged record"):
             reader.graph()
     assert len(os.listdir("/proc/self/fd")) <= before
+
+
+# ------------------------------------------------------------------ a reader racing a compaction
+def _compacted_between_the_reads(reader: SoulFile, writer: SoulFile, times: int, monkeypatch) -> None:
+    """Make `reader`'s next `times` loads see `writer` compact after soul.json is read and before
+    the journal is: the race a backup or a second server can meet."""
+    real = SoulFile._open_journal
+    left = [times]
+
+    def open_journal_after_a_compaction(self):
+        if self is reader and left[0]:
+            left[0] -= 1
+            with writer.change() as graph:
+                graph.add(f"written while the reader read ({left[0]})")
+            writer.compact()
+        return real(self)
+
+    monkeypatch.setattr(SoulFile, "_open_journal", open_journal_after_a_compaction)
+
+
+def test_a_load_that_meets_a_compaction_reads_the_new_snapshot(tmp_path, monkeypatch):
+    """soul.json read, then another process compacts (a new soul.json, then a journal that
+    continues it), then the journal read: the load starts again from the new soul.json and
+    holds every change, instead of calling soul.json older than its journal."""
+    writer = SoulFile(tmp_path / "soul.json")
+    with writer.change() as graph:
+        graph.add("first memory")
+    writer.compact()
+    with writer.change() as graph:
+        graph.add("only in the journal")
+    reader = SoulFile(writer.path)
+    _compacted_between_the_reads(reader, writer, 2, monkeypatch)
+    contents = {node.content for node in reader.graph().nodes.values()}
+    assert {"first memory", "only in the journal", "written while the reader read (1)",
+            "written while the reader read (0)"} <= contents
+    assert reader.seq == writer.seq
+
+
+def test_a_load_that_meets_compactions_without_end_fails_with_a_clear_error(tmp_path, monkeypatch):
+    writer = SoulFile(tmp_path / "soul.json")
+    with writer.change() as graph:
+        graph.add("first memory")
+    reader = SoulFile(writer.path)
+    _compacted_between_the_reads(reader, writer, soulfile_module.LOAD_ATTEMPTS, monkeypatch)
+    with pytest.raises(SoulFileError, match="replaced by another process's compaction 5 times"):
+        reader.graph()
+    assert reader.graph().nodes and reader.seq == writer.seq  # with no compaction in the way, it loads

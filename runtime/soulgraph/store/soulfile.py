@@ -86,6 +86,13 @@ def default_soul_file(environ: dict[str, str] | None = None) -> Path:
 
 # Opening for writing failed, but the file may still be read.
 _READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
+# A load reads soul.json, then its journal, without the lock: another process's compaction may
+# replace both in between. The load then starts again, at most this many times in all.
+LOAD_ATTEMPTS = 5
+
+
+class _SnapshotReplaced(Exception):
+    """soul.json was replaced after this load read it (a compaction elsewhere)."""
 
 
 def _os_reason(exc: OSError) -> str:
@@ -197,6 +204,15 @@ class SoulFile:
         give_back_freed_memory()
 
     def _load_paused(self) -> None:
+        for _ in range(LOAD_ATTEMPTS):
+            try:
+                return self._read_snapshot_and_journal()
+            except _SnapshotReplaced:
+                continue  # the journal now follows a newer soul.json: read that one
+        raise SoulFileError(self.path, f"was replaced by another process's compaction {LOAD_ATTEMPTS} times while "
+                                       "it was read; not loaded (try again)")
+
+    def _read_snapshot_and_journal(self) -> None:
         try:
             with open(self.path, "rb") as handle:
                 st = os.fstat(handle.fileno())
@@ -248,6 +264,8 @@ class SoulFile:
             base = journal.parse_header(found.records[0], self.journal_path)
             if found.damaged_at is not None:
                 raise JournalError(f"{self.journal_path}: {found.damage()}")
+            if (self._schema is None or base > self._snapshot_seq) and self._snapshot_replaced():
+                raise _SnapshotReplaced  # a compaction wrote soul.json, then this journal, since our read
             if self._schema is None:
                 raise JournalError(f"{self.path} is missing but its journal {self.journal_path.name} is there "
                                    f"(continuing change {base}); restore soul.json or move the journal aside")
@@ -267,6 +285,13 @@ class SoulFile:
             self._close_journal(fd)
             raise
         return True
+
+    def _snapshot_replaced(self) -> bool:
+        """Whether soul.json is no longer the file this load read (or now exists where none was)."""
+        try:
+            return _signature(os.stat(self.path)) != self._snapshot_sig
+        except OSError:
+            return False
 
     def _apply(self, records: list[dict]) -> None:
         """Apply sound records read from the journal we follow, in order."""
