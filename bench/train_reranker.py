@@ -1,21 +1,22 @@
-"""Fit the reranking stage's weights (runtime/soulgraph/memory/rerank.py) and measure them on
+"""Fit the reranking stage's networks (runtime/soulgraph/memory/rerank.py) and measure them on
 LoCoMo dev with each conversation held out in turn:
 
-    .venv/bin/python bench/train_reranker.py [--depth-check] [--l2 1.0] [--write]
+    .venv/bin/python bench/train_reranker.py [--l2 0.001] [--epochs 15] [--members 5] [--hidden 16] [--write]
 
 Each dev conversation is replayed into a graph as `python -m soulgraph.eval locomo` does
 (soulgraph.eval.locomo: a session node, its turns under it), and each of its questions asked of
 hybrid recall (memory/ranking.py with the static vectors) as the eval asks it. The stage's own
 `rerank.features` are taken of the candidates recall hands the stage (its first `rerank.DEPTH`,
-label: the candidate is evidence); a logistic regression (numpy, L2, the few evidence rows
-weighted up) is fitted on four conversations, and recall is asked again with the stage using
-those weights on the fifth. The table gives R@1, R@5, R@10 and MRR of recall without the stage
-and with it, per held-out conversation, over all questions and by category.
+label: the candidate is evidence); `--members` small networks (numpy, one hidden layer each, a
+listwise loss) are fitted on four conversations, and recall is asked again with the stage using
+them on the fifth. The table gives R@1, R@5, R@10 and MRR of recall without the stage and with
+it, per held-out conversation, over all questions and by category. Fitting is seeded: a run
+gives the same figures each time.
 
-`--write` then fits on all five conversations and writes rerank.MODEL_PATH: the weights, the
-features' means and spreads, and the held-out figures (sixteen numbers and their scales: no
-text of the data set is in the file). Recall uses the shipped stage while rerank.ENABLED (the
-tools' answers; the provider's prefetch asks recall without it).
+`--write` then fits on all five conversations and writes rerank.MODEL_PATH: the networks'
+weights, the features' means and spreads, and the held-out figures (numbers only: no text of
+the data set is in the file). Recall uses the shipped stage while rerank.ENABLED (the tools'
+answers; the provider's prefetch asks recall without it).
 """
 
 from __future__ import annotations
@@ -40,8 +41,12 @@ from soulgraph.store.vectors import VectorStore  # noqa: E402
 import numpy as np  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
-L2 = 1.0
-STEPS = 400
+L2 = 1e-3
+EPOCHS = 15
+MEMBERS = 5
+HIDDEN = 16
+BATCH = 32
+RATE = 0.01
 
 
 def conversation(sample: dict, number: int) -> tuple[SoulGraph, set[str], int, list]:
@@ -67,18 +72,56 @@ def conversation(sample: dict, number: int) -> tuple[SoulGraph, set[str], int, l
     return graph, turns, len(sessions), list(scorable_questions(sample, turns, problems, where))
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float = L2, steps: int = STEPS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Weights over standardised features, and the means and spreads (logistic loss, gradient
-    descent; the evidence rows weighted so both labels count alike)."""
+def fit(questions: list[tuple[np.ndarray, np.ndarray]], l2: float = L2, epochs: int = EPOCHS,
+        members: int = MEMBERS, hidden: int = HIDDEN) -> dict:
+    """rerank.Model's data fitted to these questions ((features, labels) of each one's
+    candidates): `members` networks of `hidden` rectified units, each from its own seeded start.
+    The loss is listwise: a softmax over each question's candidates against its evidence
+    (questions whose candidates hold none teach nothing and are left out); Adam, batches of
+    32 questions, L2 on the weights."""
+    x = np.concatenate([features for features, _ in questions])
     mean, spread = x.mean(axis=0), x.std(axis=0) + 1e-9
-    z = (x - mean) / spread
-    w, b, rate = np.zeros(z.shape[1]), 0.0, 0.5
-    weight = np.where(y > 0, max(1.0, (len(y) - y.sum()) / max(y.sum(), 1.0)), 1.0)
-    for _ in range(steps):
-        g = (1.0 / (1.0 + np.exp(-(z @ w + b))) - y) * weight
-        w -= rate * (z.T @ g / len(y) + l2 * w / len(y))
-        b -= rate * g.mean()
-    return w, mean, spread
+    taught = [((features - mean) / spread, labels / labels.sum()) for features, labels in questions if labels.sum()]
+    return {"features": list(rerank.FEATURES), "mean": mean.tolist(), "spread": spread.tolist(),
+            "members": [_network(taught, l2, epochs, hidden, seed) for seed in range(members)]}
+
+
+def _network(taught: list[tuple[np.ndarray, np.ndarray]], l2: float, epochs: int, hidden: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    width = taught[0][0].shape[1]
+    params = [rng.normal(0.0, width ** -0.5, (width, hidden)), np.zeros(hidden),
+              rng.normal(0.0, hidden ** -0.5, hidden), np.zeros(1)]
+    moments = [np.zeros_like(p) for p in params]
+    squares = [np.zeros_like(p) for p in params]
+    order, step = list(range(len(taught))), 0
+    for _ in range(epochs):
+        rng.shuffle(order)
+        for start in range(0, len(order), BATCH):
+            batch = [taught[i] for i in order[start:start + BATCH]]
+            grads = [np.zeros_like(p) for p in params]
+            w1, b1, w2, b2 = params
+            for z, target in batch:
+                h = np.maximum(z @ w1 + b1, 0.0)
+                s = h @ w2 + b2[0]
+                p = np.exp(s - s.max())
+                g = p / p.sum() - target  # d(cross-entropy)/d(score)
+                gh = np.outer(g, w2) * (h > 0)
+                grads[0] += z.T @ gh
+                grads[1] += gh.sum(axis=0)
+                grads[2] += h.T @ g
+                grads[3] += g.sum()
+            grads = [g / len(batch) for g in grads]
+            grads[0] += l2 * w1
+            grads[2] += l2 * w2
+            step += 1
+            for p, g, m, v in zip(params, grads, moments, squares):
+                m *= 0.9
+                m += 0.1 * g
+                v *= 0.999
+                v += 0.001 * g * g
+                p -= RATE * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
+    w1, b1, w2, b2 = params
+    return {"hidden": w1.tolist(), "hidden_bias": b1.tolist(), "out": w2.tolist(), "out_bias": float(b2[0])}
 
 
 def measure(orders: list[tuple[list[str], set[str]]]) -> dict[str, float]:
@@ -99,6 +142,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--l2", type=float, default=L2)
+    parser.add_argument("--epochs", type=int, default=EPOCHS)
+    parser.add_argument("--members", type=int, default=MEMBERS, help="networks averaged")
+    parser.add_argument("--hidden", type=int, default=HIDDEN, help="units in each network's hidden layer")
     parser.add_argument("--write", action="store_true", help=f"fit on every conversation and write {rerank.MODEL_PATH.name}")
     args = parser.parse_args()
     if not embeddings.available():
@@ -141,8 +187,7 @@ def main() -> int:
     stage_times: list[float] = []
     for held in conversations:
         train = [q for c in conversations if c is not held for q in c["asked"]]
-        w, mean, spread = fit(np.concatenate([q["x"] for q in train]), np.concatenate([q["y"] for q in train]), args.l2)
-        model = rerank.Model({"features": list(rerank.FEATURES), "mean": mean, "spread": spread, "weights": w})
+        model = rerank.Model(fit([(q["x"], q["y"]) for q in train], args.l2, args.epochs, args.members, args.hidden))
         graph, store, turns = held["graph"], held["store"], held["turns"]
         served, staged = [], []
         for q in held["asked"]:
@@ -171,14 +216,12 @@ def main() -> int:
           f"the whole reorder {statistics.median(stage_times) * 1000:.2f} ms ({rerank.DEPTH} candidates)")
     if args.write:
         everything = [q for c in conversations for q in c["asked"]]
-        w, mean, spread = fit(np.concatenate([q["x"] for q in everything]), np.concatenate([q["y"] for q in everything]),
-                              args.l2)
         record = {
-            "features": list(rerank.FEATURES), "mean": mean.tolist(), "spread": spread.tolist(), "weights": w.tolist(),
+            **fit([(q["x"], q["y"]) for q in everything], args.l2, args.epochs, args.members, args.hidden),
             "trained_by": "bench/train_reranker.py",
             "trained_on": f"LoCoMo dev ({len(conversations)} conversations, {len(everything)} questions): "
                           "the candidates' features and whether each is evidence; no text kept",
-            "l2": args.l2, "depth": rerank.DEPTH,
+            "l2": args.l2, "epochs": args.epochs, "depth": rerank.DEPTH,
             "held_out": {"served": totals[0], "with the stage": totals[1]},
         }
         rerank.MODEL_PATH.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

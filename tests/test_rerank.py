@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from soulgraph.engine import hybrid
 from soulgraph.engine.graph import Hit, SoulGraph
 from soulgraph.hermes import memory_service
 from soulgraph.memory import ranking, rerank
@@ -56,8 +57,12 @@ def test_the_stage_is_on_for_the_tools_off_in_prefetch_and_its_weights_are_numbe
     assert rerank.ENABLED is True and memory_service.PREFETCH_STAGE is False
     record = json.loads(rerank.MODEL_PATH.read_text(encoding="utf-8"))
     assert record["features"] == list(rerank.FEATURES) and record["trained_by"] == "bench/train_reranker.py"
-    assert len(record["weights"]) == len(record["mean"]) == len(record["spread"]) == len(rerank.FEATURES)
-    assert all(isinstance(v, float) for key in ("weights", "mean", "spread") for v in record[key])
+    assert len(record["mean"]) == len(record["spread"]) == len(rerank.FEATURES)
+    assert all(isinstance(v, float) for key in ("mean", "spread") for v in record[key])
+    for network in record["members"]:
+        assert len(network["hidden"]) == len(rerank.FEATURES) and len(network["hidden"][0]) == len(network["out"])
+        assert all(isinstance(v, float) for row in network["hidden"] for v in row)
+        assert all(isinstance(v, float) for v in (*network["hidden_bias"], *network["out"], network["out_bias"]))
     held = record["held_out"]
     assert held["with the stage"]["R@1"] > held["served"]["R@1"]  # what it was kept for
     assert rerank.shipped() is not None
@@ -179,6 +184,36 @@ def test_the_providers_prefetch_ranks_without_the_stage_and_the_tools_with_it(tm
     assert service.recall(query=question, limit=10) == on
     without = [h.node.id for h in ranking.related(service.soul.graph(), question, 30, vectors=store)]
     assert with_stage != without
+
+
+def test_a_sitting_is_the_siblings_either_side_within_reach_and_one_sitting():
+    graph = conversation()
+    for number in range(5):  # a second sitting under the same parent, two hours after the first
+        graph.add(f"Caroline: later note {number}", parents=["s1"], node_id=f"later{number}",
+                  created_at=DAY + 60 * len(TURNS) + 7200 + 60 * number)
+    sitting = hybrid.siblings_of(graph).sitting
+    assert sitting("t5", 2) == ["t3", "t4", "t6", "t7"]
+    assert sitting("t1", 10) == ["t0"] + [f"t{n}" for n in range(2, len(TURNS))]  # not the later sitting
+    assert sitting("later0", 3) == ["later1", "later2", "later3"]
+    assert sitting("s1", 10) == []  # no parent: no conversation
+
+
+def test_a_candidates_conversation_is_read_from_what_recall_could_show(vectors):
+    """The sitting columns: the best cosine among the candidate and its conversation, and the
+    other candidates it holds by their places; a memory in `exclude` is not part of it."""
+    graph = conversation()
+    assert vectors.ready(graph)
+    question = "What did the kids like most about camping?"
+    hits = [Hit(graph.nodes[f"t{n}"], 1.0 / (n + 1)) for n in range(len(TURNS))]
+    column = {name: rerank.FEATURES.index(name) for name in ("cosine", "sitting best cosine", "sitting support")}
+    x = rerank.features(graph, question, hits, vectors)
+    best = int(np.argmax(x[:, column["cosine"]]))
+    assert np.allclose(x[:, column["sitting best cosine"]], x[best, column["cosine"]])
+    places = 1.0 / (1.0 + np.arange(len(hits)))
+    assert np.allclose(x[:, column["sitting support"]], places.sum() - places)
+    kept = [hit for place, hit in enumerate(hits) if place != best]
+    hidden = rerank.features(graph, question, kept, vectors, exclude={f"t{best}"})
+    assert np.allclose(hidden[:, column["sitting best cosine"]], np.delete(x[:, column["cosine"]], best).max())
 
 
 def test_the_features_are_the_same_in_every_process(vectors):

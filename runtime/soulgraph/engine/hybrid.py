@@ -66,25 +66,34 @@ class Siblings:
         self._generation = -1
         self._ordered: dict[str, list[tuple[float, str]]] = {}
         self._around: dict[str, tuple[list[str], list[str]]] = {}
+        self._sittings: dict[str, tuple[list[str], dict[str, int], list[int], list[int]]] = {}
+
+    def _fresh(self) -> None:
+        if self.graph.generation != self._generation:
+            self._ordered.clear()
+            self._around.clear()
+            self._sittings.clear()
+            self._generation = self.graph.generation
+
+    def _order(self, parent: str) -> list[tuple[float, str]]:
+        """The parent's children as (created_at, id), oldest first."""
+        ordered = self._ordered.get(parent)
+        if ordered is None:
+            nodes = self.graph.nodes
+            ordered = self._ordered[parent] = sorted((nodes[c].created_at, c) for c in self.graph.children[parent])
+        return ordered
 
     def around(self, node_id: str) -> tuple[list[str], list[str]]:
         """(siblings written just before, just after) the node, one per parent at most."""
-        graph = self.graph
-        if graph.generation != self._generation:
-            self._ordered.clear()
-            self._around.clear()
-            self._generation = graph.generation
+        self._fresh()
         found = self._around.get(node_id)
         if found is not None:
             return found
+        graph = self.graph
         node = graph.nodes[node_id]
         before, after = [], []
         for parent in graph.parents.get(node_id, ()):
-            ordered = self._ordered.get(parent)
-            if ordered is None:
-                nodes = graph.nodes
-                ordered = sorted((nodes[c].created_at, c) for c in graph.children[parent])
-                self._ordered[parent] = ordered
+            ordered = self._order(parent)
             # Siblings written at the same moment have no order between them: not neighbours.
             first = bisect.bisect_left(ordered, (node.created_at,))
             if first > 0 and node.created_at - ordered[first - 1][0] <= NEIGHBOUR_GAP:
@@ -93,6 +102,37 @@ class Siblings:
             if last < len(ordered) and ordered[last][0] - node.created_at <= NEIGHBOUR_GAP:
                 after.append(ordered[last][1])
         found = self._around[node_id] = (before, after)
+        return found
+
+    def sitting(self, node_id: str, reach: int) -> list[str]:
+        """The siblings written in the same sitting as the node (each within NEIGHBOUR_GAP of
+        the next), at most `reach` on either side under each parent: the conversation around
+        it. Without the node; a sibling under two of its parents comes once."""
+        self._fresh()
+        found: list[str] = []
+        for parent in self.graph.parents.get(node_id, ()):
+            ids, place_of, starts, ends = self._sittings_under(parent)
+            at = place_of[node_id]
+            low, high = max(at - reach, starts[at]), min(at + reach, ends[at])
+            found += ids[low:at]
+            found += ids[at + 1:high + 1]
+        return list(dict.fromkeys(found)) if len(self.graph.parents.get(node_id, ())) > 1 else found
+
+    def _sittings_under(self, parent: str) -> tuple[list[str], dict[str, int], list[int], list[int]]:
+        """The parent's children oldest first, each one's place among them, and for each place
+        the first and last place of its sitting."""
+        found = self._sittings.get(parent)
+        if found is None:
+            ordered = self._order(parent)
+            ids = [child for _, child in ordered]
+            starts, ends = [0] * len(ids), [len(ids) - 1] * len(ids)
+            for place in range(1, len(ids)):
+                joined = ordered[place][0] - ordered[place - 1][0] <= NEIGHBOUR_GAP
+                starts[place] = starts[place - 1] if joined else place
+            for place in range(len(ids) - 2, -1, -1):
+                joined = ordered[place + 1][0] - ordered[place][0] <= NEIGHBOUR_GAP
+                ends[place] = ends[place + 1] if joined else place
+            found = self._sittings[parent] = (ids, {child: place for place, child in enumerate(ids)}, starts, ends)
         return found
 
 

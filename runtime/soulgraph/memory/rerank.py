@@ -1,27 +1,32 @@
-"""A reranking stage for recall: a question's first `DEPTH` candidates, reordered by a linear
+"""A reranking stage for recall: a question's first `DEPTH` candidates, reordered by a small
 model over what recall already knows, for the tools' answers (`soul_query`, `soul_related`);
 the provider's prefetch leaves it out (docs/decisions/reranker.md). `ENABLED = False` turns it off.
 
 No cross-encoder can be installed without a download at run time, so the stage scores each
-candidate by a weighted sum of cheap features (`FEATURES`, computed by `features`): its place and
-score in recall's order; the cosines of the question with it and with the memories written just
-before and after it under the same parent (engine/hybrid.py's neighbours); the share of the
-question's idf that each of those three holds; whether its speaker ("Name: ...") is named in the
-question; whether it lies in the time the question names; its length; whether it asks a question
-itself; whether it holds what the question asks for (a time for "when", a number for "how
-many"); whether the memory before it asks a question (an answer follows its question); and its
-place among the candidates by its cosine alone and by its words alone.
+candidate from cheap features (`FEATURES`, computed by `features`): its place and score in
+recall's order; the cosines of the question with it and with the memories written just before
+and after it under the same parent (engine/hybrid.py's neighbours); the share of the question's
+idf that each of those three holds, and that the three hold together; whether its speaker
+("Name: ...") is named in the question; whether it lies in the time the question names; its
+length; whether it asks a question itself; whether it holds what the question asks for (a time
+for "when", a number for "how many"); whether the memory before it asks a question (an answer
+follows its question); its conversation (`SITTING_REACH` siblings either side, in one sitting):
+how near the question its best and best three memories are, and how many other candidates it
+holds; and its place among the candidates by its cosine alone, by its words alone and by its
+conversation's best cosine.
 
-The weights come from `bench/train_reranker.py` (a logistic regression in numpy, fitted on LoCoMo
-dev, each conversation held out in turn for the figures it records) and live in
-`rerank_model.json` beside this module: sixteen numbers and the features' means and spreads,
-no text. Without the file, or without numpy, the stage leaves recall's order as it is.
+The model comes from `bench/train_reranker.py` (five networks of one hidden layer of sixteen
+rectified units, their scores averaged, fitted in numpy on LoCoMo dev, each conversation held
+out in turn for the figures it records) and lives in `rerank_model.json` beside this module:
+the networks' weights and the features' means and spreads, no text. Without the file, or
+without numpy, the stage leaves recall's order as it is.
 
 Recall calls `reorder` after neighbours, vectors and dates and before variety (memory/ranking.py),
 for questions only, and only when the vectors are ready. It reorders the candidates recall kept
-(scopes, supersedes and flags already applied) and brings in none. The scores stay on recall's
-scale: the candidate placed first gets the best score the candidates had, the second the second
-best, and so on.
+(scopes, supersedes and flags already applied) and brings in none; a memory recall would not
+show (another user's, archived) is no neighbour and no part of a conversation. The scores stay
+on recall's scale: the candidate placed first gets the best score the candidates had, the
+second the second best, and so on.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import functools
 import json
 import math
 import re
+from itertools import chain
 from pathlib import Path
 from typing import AbstractSet, Any, Sequence
 
@@ -38,13 +44,16 @@ from soulgraph.engine.graph import Hit, SoulGraph
 from soulgraph.engine.index import words
 
 ENABLED = True  # recall reorders a question's candidates with the shipped weights (unless asked not to)
-DEPTH = 30  # candidates reordered (fitting on 20 or 50 gave a lower R@1: docs/decisions/reranker.md)
+DEPTH = 50  # candidates reordered (recall's first 50 hold 0.86 of the evidence, its first 30 0.81)
 MODEL_PATH = Path(__file__).with_name("rerank_model.json")
+SITTING_REACH = 10  # the siblings either side of a candidate read as its conversation (hybrid.Siblings.sitting)
 FEATURES = ("place", "score share", "cosine", "cosine before", "cosine after", "idf share", "idf share before",
             "idf share after", "speaker named", "in the time named", "log words", "asks a question",
             "a time for when", "a number for how many", "before asks",
-            "place by cosine", "place by words")
-_PLACES = {"place by cosine": "cosine", "place by words": "idf share"}  # the last columns, from others
+            "idf share around", "sitting support", "sitting best cosine", "sitting top 3 cosine",
+            "place by cosine", "place by words", "place by sitting")
+# The last columns, each a candidate's place among the candidates by another column alone.
+_PLACES = {"place by cosine": "cosine", "place by words": "idf share", "place by sitting": "sitting best cosine"}
 
 
 def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
@@ -56,10 +65,12 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
 
     index = vectors.index
     question = vectors.question_vector(text)
-    # In a fixed order: a sum over a set's order would vary in its last bit from one process to
-    # the next (string hashing is seeded per process), and so would a near-tie between candidates.
-    idf = {word: graph.index.idf(word) for word in sorted(words(text))}
-    total = sum(idf.values()) or 1.0
+    # Sums of idf go through math.fsum, exact whatever the order: a plain sum in a set's order
+    # would vary in its last bit from one process to the next (string hashing is seeded per
+    # process), and so would a near-tie between candidates.
+    idf = {word: graph.index.idf(word) for word in words(text)}
+    total = math.fsum(idf.values()) or 1.0
+    asked = idf.keys()
     span = when.window(text, graph.clock())
     named = {token.strip(".,;:!?\"'()").lower() for token in text.replace("'s ", " ").split()}
     around = hybrid.siblings_of(graph).around
@@ -72,15 +83,20 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
     shown = [hit.node.id for hit in ranked]
     before = [usable(around(node_id)[0]) for node_id in shown]
     after = [usable(around(node_id)[1]) for node_id in shown]
-    everyone = list(dict.fromkeys(i for i in shown + before + after if i is not None))
+    sitting = hybrid.siblings_of(graph).sitting
+    sittings = [[i for i in filter(member, sitting(node_id, SITTING_REACH)) if i not in exclude] if exclude
+                else list(filter(member, sitting(node_id, SITTING_REACH))) for node_id in shown]
+    context = list(dict.fromkeys(i for i in chain(shown, before, after) if i is not None))
+    everyone = list(dict.fromkeys(chain(context, chain.from_iterable(sittings))))
     rows = [index.row_of.get(node_id, -1) for node_id in everyone]
     have = np.array([row >= 0 for row in rows], bool)
     cosines = np.zeros(len(everyone))
     if have.any():
         cosines[have] = index.scores(np.array([row for row in rows if row >= 0], np.intp), question)
     cosine = dict(zip(everyone, cosines.tolist()))
-    share = {node_id: sum(weight for word, weight in idf.items() if word in held) / total
-             for node_id in everyone for held in (_words_of(nodes[node_id].content),)}
+    held_words = {node_id: _words_of(nodes[node_id].content) for node_id in context}
+    share = {node_id: math.fsum(map(idf.__getitem__, asked & held)) / total for node_id, held in held_words.items()}
+    place_of = {node_id: place for place, node_id in enumerate(shown)}
 
     kind = _answer_kind(text)
     top = ranked[0].score if ranked and ranked[0].score else 1.0
@@ -91,6 +107,9 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
         content = node.content
         head = content[:40]
         speaker = head.split(":", 1)[0].strip().lower() if ":" in head else ""
+        near = [i for i in (before[place], after[place]) if i is not None]
+        around_words = held_words[node.id].union(*(held_words[i] for i in near))
+        talk = sorted(map(cosine.__getitem__, chain((node.id,), sittings[place])), reverse=True)
         out[place, :own] = (
             1.0 / (1 + place), hit.score / top,
             cosine[node.id], cosine.get(before[place], 0.0), cosine.get(after[place], 0.0),
@@ -100,7 +119,11 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
             math.log1p(len(content.split())), float(content.rstrip().endswith("?")),
             float(kind is _TIME and _TIME.search(content) is not None),
             float(kind is _NUMBER and _NUMBER.search(content) is not None),
-            float(before[place] is not None and nodes[before[place]].content.rstrip().endswith("?")))
+            float(before[place] is not None and nodes[before[place]].content.rstrip().endswith("?")),
+            math.fsum(map(idf.__getitem__, asked & around_words)) / total,
+            # the other candidates in its conversation, each by its place in recall's order
+            sum(1.0 / (1 + place_of[i]) for i in sittings[place] if i in place_of),
+            talk[0], sum(talk[:3]) / len(talk[:3]))
     for column, source in _PLACES.items():  # its place among the candidates by one column alone
         order = np.argsort(-out[:, FEATURES.index(source)], kind="stable")
         out[order, FEATURES.index(column)] = 1.0 / (1.0 + np.arange(len(ranked)))
@@ -135,7 +158,10 @@ def _words_of(text: str) -> frozenset[str]:
 
 
 class Model:
-    """The weights over standardised features: score = ((x - mean) / spread) · weights."""
+    """A few small networks over the standardised features, their scores averaged: each is one
+    hidden layer of rectified units, score = relu(z · hidden + hidden_bias) · out + out_bias,
+    z = (x - mean) / spread. (Several, each fitted from its own random start: one alone moved
+    R@1 by ±0.01 from one start to the next.)"""
 
     def __init__(self, data: dict[str, Any]):
         import numpy as np
@@ -144,10 +170,18 @@ class Model:
             raise ValueError(f"the model's features {data['features']} are not this stage's {list(FEATURES)}")
         self.mean = np.asarray(data["mean"], np.float64)
         self.spread = np.asarray(data["spread"], np.float64)
-        self.weights = np.asarray(data["weights"], np.float64)
+        self.members = [(np.asarray(m["hidden"], np.float64), np.asarray(m["hidden_bias"], np.float64),
+                         np.asarray(m["out"], np.float64), float(m["out_bias"])) for m in data["members"]]
+        if not self.members or any(h.shape != (len(FEATURES), len(b)) or o.shape != b.shape
+                                   for h, b, o, _ in self.members):
+            raise ValueError("the model's networks do not fit its features")
 
     def scores(self, x: Any) -> Any:
-        return ((x - self.mean) / self.spread) @ self.weights
+        import numpy as np
+
+        z = (x - self.mean) / self.spread
+        return sum(np.maximum(z @ hidden + bias, 0.0) @ out + out_bias
+                   for hidden, bias, out, out_bias in self.members) / len(self.members)
 
 
 @functools.lru_cache(maxsize=1)

@@ -313,7 +313,7 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         """What earlier work is this built on? Searches memories for `query`, then adds each
         hit's DAG parents and children, so the old foundation under a recent match is found
         too. Use before building on earlier work. Ranked as `soul_query` ranks (a question's
-        candidates reranked, about 1 ms)."""
+        candidates reranked, about 2 ms)."""
         graph = tools.read()
         return {"results": tools.hits(ranking.related(graph, query, limit, hint=hint or None, vectors=tools.vectors,
                                                       exclude=tools.reader.hidden_ids(graph)))}
@@ -335,8 +335,8 @@ def build_server(soul: SoulFile, *, preload: bool = False, toolsets: tuple[str, 
         `about` answers "what do we know about X?": the memories that name X (entities are
         recognised as memories are written), searched by `query` or, without one, all of them;
         when no memory was tagged with X, a search for its words. A question is matched by meaning
-        too (with the vectors), and its first 30 candidates are reordered by a reranking stage
-        (about 1 ms); a search in words weighs each match's length."""
+        too (with the vectors), and its first 50 candidates are reordered by a reranking stage
+        (about 2 ms); a search in words weighs each match's length."""
         try:
             times = {name: filters.parse_time(value, name) if value else None for name, value in
                      (("created_after", created_after), ("created_before", created_before), ("valid_at", valid_at))}
