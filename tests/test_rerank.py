@@ -68,6 +68,14 @@ def test_the_stage_is_on_for_the_tools_off_in_prefetch_and_its_weights_are_numbe
     assert rerank.shipped() is not None
 
 
+def test_the_model_scores_a_candidate_by_the_mean_of_its_networks():
+    model = rerank.shipped()
+    x = np.random.default_rng(3).normal(size=(40, len(rerank.FEATURES))) * model.spread + model.mean
+    z = (x - model.mean) / model.spread
+    each = [np.maximum(z @ hidden + bias, 0.0) @ out + out_bias for hidden, bias, out, out_bias in model.members]
+    assert len(each) > 1 and np.allclose(model.scores(x), np.mean(each, axis=0), rtol=0, atol=1e-12)
+
+
 def test_recall_hands_the_stage_its_candidates_for_a_question_only(vectors):
     graph = conversation()
     assert vectors.ready(graph)

@@ -104,9 +104,7 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
     own = len(FEATURES) - len(_PLACES)  # the columns each candidate has alone
     for place, hit in enumerate(ranked):
         node = hit.node
-        content = node.content
-        head = content[:40]
-        speaker = head.split(":", 1)[0].strip().lower() if ":" in head else ""
+        speaker, log_words, asks, has_time, has_number = _read(node.content)
         near = [i for i in (before[place], after[place]) if i is not None]
         around_words = held_words[node.id].union(*(held_words[i] for i in near))
         talk = sorted(map(cosine.__getitem__, chain((node.id,), sittings[place])), reverse=True)
@@ -116,10 +114,9 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
             share[node.id], share.get(before[place], 0.0), share.get(after[place], 0.0),
             float(bool(speaker) and speaker in named),
             float(span is not None and hybrid.in_span(node, span)),
-            math.log1p(len(content.split())), float(content.rstrip().endswith("?")),
-            float(kind is _TIME and _TIME.search(content) is not None),
-            float(kind is _NUMBER and _NUMBER.search(content) is not None),
-            float(before[place] is not None and nodes[before[place]].content.rstrip().endswith("?")),
+            log_words, float(asks),
+            float(kind is _TIME and has_time), float(kind is _NUMBER and has_number),
+            float(before[place] is not None and _read(nodes[before[place]].content)[2]),
             math.fsum(map(idf.__getitem__, asked & around_words)) / total,
             # the other candidates in its conversation, each by its place in recall's order
             sum(1.0 / (1 + place_of[i]) for i in sittings[place] if i in place_of),
@@ -151,6 +148,16 @@ def _answer_kind(question: str) -> re.Pattern[str] | None:
 
 
 @functools.lru_cache(maxsize=4096)
+def _read(content: str) -> tuple[str, float, bool, bool, bool]:
+    """What the features read of a memory's text alone, kept (the same candidates come back
+    question after question): its speaker ("Name: ..."), the log of its length in words,
+    whether it asks a question, whether it holds a time, whether it holds a number."""
+    head = content[:40]
+    return (head.split(":", 1)[0].strip().lower() if ":" in head else "", math.log1p(len(content.split())),
+            content.rstrip().endswith("?"), _TIME.search(content) is not None, _NUMBER.search(content) is not None)
+
+
+@functools.lru_cache(maxsize=4096)
 def _words_of(text: str) -> frozenset[str]:
     """A memory's words as the index reads them (the same candidates come back question after
     question: splitting their texts again was most of the stage's time)."""
@@ -175,13 +182,18 @@ class Model:
         if not self.members or any(h.shape != (len(FEATURES), len(b)) or o.shape != b.shape
                                    for h, b, o, _ in self.members):
             raise ValueError("the model's networks do not fit its features")
+        # The networks side by side as one wide layer, their outputs averaged by the last product:
+        # one pair of products a question, not one per network.
+        self.hidden = np.hstack([h for h, _, _, _ in self.members])
+        self.hidden_bias = np.concatenate([b for _, b, _, _ in self.members])
+        self.out = np.concatenate([o for _, _, o, _ in self.members]) / len(self.members)
+        self.out_bias = sum(b for _, _, _, b in self.members) / len(self.members)
 
     def scores(self, x: Any) -> Any:
         import numpy as np
 
         z = (x - self.mean) / self.spread
-        return sum(np.maximum(z @ hidden + bias, 0.0) @ out + out_bias
-                   for hidden, bias, out, out_bias in self.members) / len(self.members)
+        return np.maximum(z @ self.hidden + self.hidden_bias, 0.0) @ self.out + self.out_bias
 
 
 @functools.lru_cache(maxsize=1)
