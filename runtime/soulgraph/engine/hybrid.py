@@ -66,13 +66,11 @@ class Siblings:
         self._generation = -1
         self._ordered: dict[str, list[tuple[float, str]]] = {}
         self._around: dict[str, tuple[list[str], list[str]]] = {}
-        self._sittings: dict[str, tuple[list[str], dict[str, int], list[int], list[int]]] = {}
 
     def _fresh(self) -> None:
         if self.graph.generation != self._generation:
             self._ordered.clear()
             self._around.clear()
-            self._sittings.clear()
             self._generation = self.graph.generation
 
     def _order(self, parent: str) -> list[tuple[float, str]]:
@@ -107,33 +105,27 @@ class Siblings:
     def sitting(self, node_id: str, reach: int) -> list[str]:
         """The siblings written in the same sitting as the node (each within NEIGHBOUR_GAP of
         the next), at most `reach` on either side under each parent: the conversation around
-        it. Without the node; a sibling under two of its parents comes once."""
+        it. Without the node; a sibling under two of its parents comes once. Its cost grows
+        with `reach`, not with the parent's children (a hub holds thousands)."""
         self._fresh()
+        graph = self.graph
+        key = (graph.nodes[node_id].created_at, node_id)
+        parents = graph.parents.get(node_id, ())
         found: list[str] = []
-        for parent in self.graph.parents.get(node_id, ()):
-            ids, place_of, starts, ends = self._sittings_under(parent)
-            at = place_of[node_id]
-            low, high = max(at - reach, starts[at]), min(at + reach, ends[at])
-            found += ids[low:at]
-            found += ids[at + 1:high + 1]
-        return list(dict.fromkeys(found)) if len(self.graph.parents.get(node_id, ())) > 1 else found
-
-    def _sittings_under(self, parent: str) -> tuple[list[str], dict[str, int], list[int], list[int]]:
-        """The parent's children oldest first, each one's place among them, and for each place
-        the first and last place of its sitting."""
-        found = self._sittings.get(parent)
-        if found is None:
+        for parent in parents:
             ordered = self._order(parent)
-            ids = [child for _, child in ordered]
-            starts, ends = [0] * len(ids), [len(ids) - 1] * len(ids)
-            for place in range(1, len(ids)):
-                joined = ordered[place][0] - ordered[place - 1][0] <= NEIGHBOUR_GAP
-                starts[place] = starts[place - 1] if joined else place
-            for place in range(len(ids) - 2, -1, -1):
-                joined = ordered[place + 1][0] - ordered[place][0] <= NEIGHBOUR_GAP
-                ends[place] = ends[place + 1] if joined else place
-            found = self._sittings[parent] = (ids, {child: place for place, child in enumerate(ids)}, starts, ends)
-        return found
+            at = bisect.bisect_left(ordered, key)
+            first = max(0, at - reach)
+            window, mid = ordered[first:at + reach + 1], at - first
+            low = mid
+            while low > 0 and window[low][0] - window[low - 1][0] <= NEIGHBOUR_GAP:
+                low -= 1
+            high = mid
+            while high + 1 < len(window) and window[high + 1][0] - window[high][0] <= NEIGHBOUR_GAP:
+                high += 1
+            found += [child for _, child in window[low:mid]]
+            found += [child for _, child in window[mid + 1:high + 1]]
+        return list(dict.fromkeys(found)) if len(parents) > 1 else found
 
 
 def rerank(graph: SoulGraph, scores: dict[str, float], keep: int, *, accept: Callable[[Node], bool],
