@@ -109,7 +109,7 @@ def _network(taught: list[tuple[np.ndarray, np.ndarray]], l2: float, epochs: int
                 grads[0] += z.T @ gh
                 grads[1] += gh.sum(axis=0)
                 grads[2] += h.T @ g
-                grads[3] += g.sum()
+                grads[3] += g.sum()  # about nil: a softmax ignores a shift, so out_bias stays near 0
             grads = [g / len(batch) for g in grads]
             grads[0] += l2 * w1
             grads[2] += l2 * w2

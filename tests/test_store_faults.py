@@ -375,6 +375,6 @@ def test_a_load_that_meets_compactions_without_end_fails_with_a_clear_error(tmp_
         graph.add("first memory")
     reader = SoulFile(writer.path)
     _compacted_between_the_reads(reader, writer, soulfile_module.LOAD_ATTEMPTS, monkeypatch)
-    with pytest.raises(SoulFileError, match="replaced by another process's compaction 5 times"):
+    with pytest.raises(SoulFileError, match=f"replaced by another process's compaction {soulfile_module.LOAD_ATTEMPTS} times"):
         reader.graph()
     assert reader.graph().nodes and reader.seq == writer.seq  # with no compaction in the way, it loads

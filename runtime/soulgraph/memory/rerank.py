@@ -73,7 +73,8 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
     asked = idf.keys()
     span = when.window(text, graph.clock())
     named = {token.strip(".,;:!?\"'()").lower() for token in text.replace("'s ", " ").split()}
-    around = hybrid.siblings_of(graph).around
+    siblings = hybrid.siblings_of(graph)
+    around = siblings.around
     nodes = graph.nodes
     member = graph.index.membership()
 
@@ -83,9 +84,8 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
     shown = [hit.node.id for hit in ranked]
     before = [usable(around(node_id)[0]) for node_id in shown]
     after = [usable(around(node_id)[1]) for node_id in shown]
-    sitting = hybrid.siblings_of(graph).sitting
-    sittings = [[i for i in filter(member, sitting(node_id, SITTING_REACH)) if i not in exclude] if exclude
-                else list(filter(member, sitting(node_id, SITTING_REACH))) for node_id in shown]
+    sittings = [[i for i in siblings.sitting(node_id, SITTING_REACH) if member(i) and i not in exclude]
+                for node_id in shown]
     context = list(dict.fromkeys(i for i in chain(shown, before, after) if i is not None))
     everyone = list(dict.fromkeys(chain(context, chain.from_iterable(sittings))))
     rows = [index.row_of.get(node_id, -1) for node_id in everyone]
