@@ -13,6 +13,11 @@ them on the fifth. The table gives R@1, R@5, R@10 and MRR of recall without the 
 it, per held-out conversation, over all questions and by category. Fitting is seeded: a run
 gives the same figures each time.
 
+The same folds then go through the memory provider (soulgraph.eval.provider, as `python -m
+soulgraph.eval provider` runs it): each held-out conversation's turns through `sync_turn`, its
+questions through `recall`, the block prefetch injects (at most 8 memories in 1,500
+characters) scored without the stage and with the fold's networks (`--no-provider` skips it).
+
 `--write` then fits on all five conversations and writes rerank.MODEL_PATH: the networks'
 weights, the features' means and spreads, and the held-out figures (numbers only: no text of
 the data set is in the file). Recall uses the shipped stage while rerank.ENABLED (the tools'
@@ -33,7 +38,9 @@ sys.path.insert(0, str(ROOT / "runtime"))
 
 from soulgraph.engine import embeddings  # noqa: E402  (first: pins the BLAS threads)
 from soulgraph.engine.graph import SoulGraph  # noqa: E402
+from soulgraph.eval import provider  # noqa: E402
 from soulgraph.eval.ledger import LedgerProblems  # noqa: E402
+from soulgraph.hermes import memory_service  # noqa: E402
 from soulgraph.eval.locomo import _sessions, read_locomo, scorable_questions, turn_text  # noqa: E402
 from soulgraph.memory import ranking, rerank  # noqa: E402
 from soulgraph.store.vectors import VectorStore  # noqa: E402
@@ -145,6 +152,7 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--members", type=int, default=MEMBERS, help="networks averaged")
     parser.add_argument("--hidden", type=int, default=HIDDEN, help="units in each network's hidden layer")
+    parser.add_argument("--no-provider", action="store_true", help="skip the held-out replay through the memory provider")
     parser.add_argument("--write", action="store_true", help=f"fit on every conversation and write {rerank.MODEL_PATH.name}")
     args = parser.parse_args()
     if not embeddings.available():
@@ -152,7 +160,8 @@ def main() -> int:
     started = time.perf_counter()
     conversations = []
     feature_times: list[float] = []
-    for number, sample in enumerate(read_locomo(args.data)):
+    samples = read_locomo(args.data)
+    for number, sample in enumerate(samples):
         graph, turns, sessions, questions = conversation(sample, number)
         store = VectorStore(None, background=False)
         assert store.ready(graph), store.reason
@@ -175,7 +184,8 @@ def main() -> int:
             y = np.array([float(hit.node.id in evidence) for hit in head])
             asked.append({"x": x, "y": y, "text": text, "depth": depth, "evidence": set(evidence),
                           "category": category, "served": [i for i in served if i in turns]})
-        conversations.append({"name": str(sample.get("sample_id", number)), "graph": graph, "store": store,
+        conversations.append({"name": str(sample.get("sample_id", number)), "sample": sample,
+                              "graph": graph, "store": store,
                               "turns": turns, "asked": asked})
     print(f"LoCoMo dev: {len(conversations)} conversations, {sum(len(c['asked']) for c in conversations)} questions, "
           f"recall's first {rerank.DEPTH} reordered by the stage; each conversation held out in turn; "
@@ -185,9 +195,11 @@ def main() -> int:
     served_all, staged_all = [], []
     by_category: dict[str, tuple[list, list]] = {}
     stage_times: list[float] = []
+    models = []
     for held in conversations:
         train = [q for c in conversations if c is not held for q in c["asked"]]
         model = rerank.Model(fit([(q["x"], q["y"]) for q in train], args.l2, args.epochs, args.members, args.hidden))
+        models.append(model)
         graph, store, turns = held["graph"], held["store"], held["turns"]
         served, staged = [], []
         for q in held["asked"]:
@@ -214,6 +226,7 @@ def main() -> int:
         print(f"| {category} | {len(served)} | {a['R@1']:.3f} / {a['R@10']:.3f} | {b['R@1']:.3f} / {b['R@10']:.3f} |")
     print(f"\nthe stage for one question, p50: features {statistics.median(feature_times) * 1000:.2f} ms, "
           f"the whole reorder {statistics.median(stage_times) * 1000:.2f} ms ({rerank.DEPTH} candidates)")
+    shares = None if args.no_provider else provider_shares(conversations, models)
     if args.write:
         everything = [q for c in conversations for q in c["asked"]]
         record = {
@@ -222,11 +235,39 @@ def main() -> int:
             "trained_on": f"LoCoMo dev ({len(conversations)} conversations, {len(everything)} questions): "
                           "the candidates' features and whether each is evidence; no text kept",
             "l2": args.l2, "epochs": args.epochs, "depth": rerank.DEPTH,
-            "held_out": {"served": totals[0], "with the stage": totals[1]},
+            "held_out": {"served": totals[0], "with the stage": totals[1],
+                         **({"provider injected": shares} if shares else {})},
         }
         rerank.MODEL_PATH.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         print(f"\nwrote {rerank.MODEL_PATH.relative_to(ROOT)}")
     return 0
+
+
+def provider_shares(conversations: list[dict], models: list) -> dict[str, float]:
+    """Each held-out conversation through the memory provider, its prefetch block scored without
+    the stage and with that fold's networks; prints a table, returns the shares over all."""
+    print("\nThrough the memory provider (each conversation held out in turn; the share of evidence in the block "
+          f"prefetch injects, at most {memory_service.RECALL_LIMIT} memories in {memory_service.RECALL_BUDGET:,} characters):\n")
+    print("| held out | questions | without the stage | with the stage | memories injected |\n|---|---:|---:|---:|---|")
+    kept = memory_service.PREFETCH_STAGE, rerank.shipped
+    totals: dict[str, list[float]] = {"without": [], "with": []}
+    try:
+        for held, model in zip(conversations, models):
+            rerank.shipped = lambda model=model: model
+            got, items = {}, {}
+            for name, on in (("without", False), ("with", True)):
+                memory_service.PREFETCH_STAGE = on
+                run = provider.replay([held["sample"]], direct=False)
+                got[name] = [provider.recall_at(q, provider.METHOD, run["limit"]) for q in run["questions"]]
+                items[name] = statistics.mean(run["injected_items"])
+                totals[name] += got[name]
+            print(f"| {held['name']} | {len(got['with'])} | {statistics.mean(got['without']):.3f} | "
+                  f"{statistics.mean(got['with']):.3f} | {items['without']:.1f} → {items['with']:.1f} |")
+    finally:
+        memory_service.PREFETCH_STAGE, rerank.shipped = kept
+    shares = {name: statistics.mean(values) for name, values in totals.items()}
+    print(f"| **all** | {len(totals['with'])} | {shares['without']:.3f} | {shares['with']:.3f} | |")
+    return shares
 
 
 if __name__ == "__main__":

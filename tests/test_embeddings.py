@@ -19,6 +19,7 @@ from soulgraph.engine import embeddings, hybrid, when
 from soulgraph.engine.embeddings import StaticModel, VectorIndex
 from soulgraph.engine.graph import Hit, SoulGraph
 from soulgraph.engine.wordpiece import WordPiece
+from soulgraph.hermes import memory_service
 from soulgraph.memory import lifecycle, ranking
 from soulgraph.store import SoulFile
 from soulgraph.store import vectors as vectors_module
@@ -550,7 +551,7 @@ def test_an_answer_is_found_through_the_question_written_before_it():
 
 def test_siblings_apart_or_at_one_moment_are_not_neighbours():
     graph = SoulGraph(clock=lambda: 10_000.0)
-    graph.add("root", node_id="p", created_at=0.0)
+    graph.add("root", node_id="p", created_at=-2 * hybrid.NEIGHBOUR_GAP)  # long before: a continues no chain
     graph.add("a", parents=["p"], node_id="a", created_at=100.0)
     graph.add("b", parents=["p"], node_id="b", created_at=100.0)  # same moment as a
     graph.add("c", parents=["p"], node_id="c", created_at=200.0 + hybrid.NEIGHBOUR_GAP)
@@ -558,6 +559,57 @@ def test_siblings_apart_or_at_one_moment_are_not_neighbours():
     assert siblings.around("a") == ([], [])
     graph.add("d", parents=["p"], node_id="d", created_at=130.0)
     assert siblings.around("a") == ([], ["d"]) and siblings.around("d") == (["b"], [])
+
+
+def _chain() -> SoulGraph:
+    """Turns as sync_turn writes them: each the child of the one before, under a session node;
+    a fact consolidation drew from t1 written at the session's end, under t1."""
+    graph = SoulGraph(clock=lambda: 10_000.0)
+    graph.add("Hermes session", node_id="s", created_at=0.0)
+    for number, parent in enumerate(["s", "t1", "t2"], 1):
+        graph.add(f"turn {number}", parents=[parent], node_id=f"t{number}", created_at=10.0 * number)
+    graph.add("a fact from turn 1", parents=["t1"], node_id="m", created_at=100.0)
+    graph.add("turn 4, the next morning", parents=["t3"], node_id="t4", created_at=40.0 + hybrid.NEIGHBOUR_GAP)
+    return graph
+
+
+def test_a_chain_of_turns_is_a_conversation():
+    """A memory continues its parent when it is the parent's first child, written after it
+    within NEIGHBOUR_GAP: the turn before it and the turn after it are its neighbours."""
+    siblings = hybrid.Siblings(_chain())
+    assert siblings.around("t1") == (["s"], ["t2"])
+    assert siblings.around("t2") == (["t1"], ["t3", "m"])  # m: t2's sibling under t1, written after it
+    assert siblings.around("t3") == (["t2"], [])  # t4 came a sitting later
+    assert siblings.around("m") == (["t2"], [])  # not t1's first child: it continues nothing
+    assert siblings.sitting("t2", 10) == ["m", "t1", "s", "t3"]
+    assert siblings.sitting("t2", 1) == ["m", "t1", "t3"]
+    assert siblings.sitting("t4", 10) == []
+
+
+def test_a_child_written_with_its_parent_does_not_continue_it():
+    graph = SoulGraph(clock=lambda: 10_000.0)
+    graph.add("Session 1", node_id="s", created_at=50.0)
+    graph.add("first", parents=["s"], node_id="a", created_at=50.0)  # the same moment
+    graph.add("second", parents=["s"], node_id="b", created_at=60.0)
+    siblings = hybrid.Siblings(graph)
+    assert siblings.around("a") == ([], ["b"]) and siblings.around("s") == ([], [])
+
+
+def test_an_answer_is_found_through_the_turn_before_it_in_a_chain(tmp_path):
+    """Through the memory provider, where each turn is the child of the one before: the answer
+    shares no word with the question but follows the turn that asked it."""
+    service = memory_service.MemoryService(SoulFile(tmp_path / "soul.json"), embed=False)
+    for turn in ("Caroline: What do you do to unwind after work?",
+                 "Melanie: I go hiking in the mountains, every single weekend.",
+                 *(f"Caroline: note {n} on the quarterly budget review and invoices" for n in range(6))):
+        service.sync_turn(user=turn, session_id="june", platform="cli")
+    graph = service.soul.graph()
+    hiking = next(n.id for n in graph.nodes.values() if "hiking" in n.content)
+    asked = next(n.id for n in graph.nodes.values() if "unwind" in n.content)
+    scores = {h.node.id: h.score for h in ranking.recall(graph, "What does Melanie do to unwind?", 5)}
+    assert hiking in scores and scores[hiking] >= 0.4 * scores[asked]
+    alone = {h.node.id: h.score for h in ranking.recall(graph, "What does Melanie do to unwind?", 5, neighbours=False)}
+    assert alone.get(hiking, 0.0) < 0.4 * alone[asked]
 
 
 def test_a_date_in_the_question_lifts_memories_of_that_time():

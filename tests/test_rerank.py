@@ -53,8 +53,8 @@ def vectors():
     return store
 
 
-def test_the_stage_is_on_for_the_tools_off_in_prefetch_and_its_weights_are_numbers_only():
-    assert rerank.ENABLED is True and memory_service.PREFETCH_STAGE is False
+def test_the_stage_is_on_for_the_tools_and_in_prefetch_and_its_weights_are_numbers_only():
+    assert rerank.ENABLED is True and memory_service.PREFETCH_STAGE is True
     record = json.loads(rerank.MODEL_PATH.read_text(encoding="utf-8"))
     assert record["features"] == list(rerank.FEATURES) and record["trained_by"] == "bench/train_reranker.py"
     assert len(record["mean"]) == len(record["spread"]) == len(rerank.FEATURES)
@@ -174,9 +174,9 @@ def test_when_on_recall_uses_the_shipped_weights_and_never_returns_an_excluded_m
     assert [h.node.id for h in off] != [h.node.id for h in hits]  # the stage changed the order
 
 
-def test_the_providers_prefetch_ranks_without_the_stage_and_the_tools_with_it(tmp_path, monkeypatch):
-    """Prefetch (MemoryService.recall) asks recall with `stage=False`: its lines are the same
-    whether the stage is on or off; soul_related's ranking, asked the same question, moves."""
+def test_the_providers_prefetch_ranks_with_the_stage_as_the_tools_do(tmp_path, monkeypatch):
+    """Prefetch (MemoryService.recall) orders its lines with the stage: turned off, the same
+    question injects another block; soul_related's ranking moves with it."""
     soul = SoulFile(tmp_path / "soul.json")
     store = VectorStore(vectors_path(soul.path), background=False)
     if not store.enabled:
@@ -186,10 +186,12 @@ def test_the_providers_prefetch_ranks_without_the_stage_and_the_tools_with_it(tm
         service.sync_turn(user=turn, session_id="s1", platform="cli")
     question = "What did the kids like about camping?"
     assert store.ready(service.soul.graph())
+    assert memory_service.PREFETCH_STAGE is True
     on = service.recall(query=question, limit=10)
     with_stage = [h.node.id for h in ranking.related(service.soul.graph(), question, 30, vectors=store)]
+    monkeypatch.setattr(memory_service, "PREFETCH_STAGE", False)
+    assert service.recall(query=question, limit=10)["ids"] != on["ids"]
     monkeypatch.setattr(rerank, "ENABLED", False)
-    assert service.recall(query=question, limit=10) == on
     without = [h.node.id for h in ranking.related(service.soul.graph(), question, 30, vectors=store)]
     assert with_stage != without
 
@@ -203,7 +205,7 @@ def test_a_sitting_is_the_siblings_either_side_within_reach_and_one_sitting():
     assert sitting("t5", 2) == ["t3", "t4", "t6", "t7"]
     assert sitting("t1", 10) == ["t0"] + [f"t{n}" for n in range(2, len(TURNS))]  # not the later sitting
     assert sitting("later0", 3) == ["later1", "later2", "later3"]
-    assert sitting("s1", 10) == []  # no parent: no conversation
+    assert sitting("s1", 10) == []  # no parent, and t0 was written with it: no conversation
 
 
 def test_a_candidates_conversation_is_read_from_what_recall_could_show(vectors):

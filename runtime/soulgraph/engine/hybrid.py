@@ -59,7 +59,12 @@ def is_question(text: str) -> bool:
 
 class Siblings:
     """Each node's neighbours (see the module text), kept per graph generation: any change to
-    the graph's nodes or edges makes a new one. Only parents asked about are ever sorted."""
+    the graph's nodes or edges makes a new one. Only parents asked about are ever sorted.
+
+    Two shapes of conversation are read. Siblings: the children of one parent in the order
+    they were written (a session node over its turns). A chain: each turn the child of the one
+    before it (what `sync_turn` writes): a memory continues its parent when it is the parent's
+    first child, written after it and within NEIGHBOUR_GAP of it."""
 
     def __init__(self, graph: SoulGraph):
         self.graph = graph
@@ -78,18 +83,32 @@ class Siblings:
         ordered = self._ordered.get(parent)
         if ordered is None:
             nodes = self.graph.nodes
-            ordered = self._ordered[parent] = sorted((nodes[c].created_at, c) for c in self.graph.children[parent])
+            ordered = self._ordered[parent] = sorted((nodes[c].created_at, c) for c in self.graph.children.get(parent, ()))
         return ordered
 
+    def _continued(self, node_id: str) -> str | None:
+        """The child that continues the node in a chain: its first child, when written after
+        it and within NEIGHBOUR_GAP (a child of the same moment comes with it, not after)."""
+        if not self.graph.children.get(node_id):
+            return None
+        written, child = self._order(node_id)[0]
+        return child if 0 < written - self.graph.nodes[node_id].created_at <= NEIGHBOUR_GAP else None
+
+    def _continues(self, node_id: str) -> str | None:
+        """The parent the node continues in a chain (see `_continued`), if any."""
+        return next((p for p in self.graph.parents.get(node_id, ()) if self._continued(p) == node_id), None)
+
     def around(self, node_id: str) -> tuple[list[str], list[str]]:
-        """(siblings written just before, just after) the node, one per parent at most."""
+        """(memories written just before, just after) the node: the parent it continues and the
+        child that continues it, then the siblings either side, one per parent at most."""
         self._fresh()
         found = self._around.get(node_id)
         if found is not None:
             return found
         graph = self.graph
         node = graph.nodes[node_id]
-        before, after = [], []
+        up, down = self._continues(node_id), self._continued(node_id)
+        before, after = [up] if up else [], [down] if down else []
         for parent in graph.parents.get(node_id, ()):
             ordered = self._order(parent)
             # Siblings written at the same moment have no order between them: not neighbours.
@@ -99,20 +118,19 @@ class Siblings:
             last = bisect.bisect_right(ordered, (node.created_at, _AFTER_ANY_ID))
             if last < len(ordered) and ordered[last][0] - node.created_at <= NEIGHBOUR_GAP:
                 after.append(ordered[last][1])
-        found = self._around[node_id] = (before, after)
+        found = self._around[node_id] = (list(dict.fromkeys(before)), list(dict.fromkeys(after)))
         return found
 
     def sitting(self, node_id: str, reach: int) -> list[str]:
-        """The siblings written in the same sitting as the node (each within NEIGHBOUR_GAP of
-        the next), at most `reach` on either side under each parent: the conversation around
-        it. Without the node; a sibling under two of its parents comes once. Its cost grows
-        with `reach`, not with the parent's children (a hub holds thousands)."""
+        """The memories written in the same sitting as the node, each within NEIGHBOUR_GAP of
+        the next: at most `reach` siblings on either side under each parent, and at most `reach`
+        links of its chain up and down. The conversation around it, without the node, each
+        once. Its cost grows with `reach`, not with a parent's children (a hub holds thousands)."""
         self._fresh()
         graph = self.graph
         key = (graph.nodes[node_id].created_at, node_id)
-        parents = graph.parents.get(node_id, ())
         found: list[str] = []
-        for parent in parents:
+        for parent in graph.parents.get(node_id, ()):
             ordered = self._order(parent)
             at = bisect.bisect_left(ordered, key)
             first = max(0, at - reach)
@@ -125,7 +143,14 @@ class Siblings:
                 high += 1
             found += [child for _, child in window[low:mid]]
             found += [child for _, child in window[mid + 1:high + 1]]
-        return list(dict.fromkeys(found)) if len(parents) > 1 else found
+        for step in (self._continues, self._continued):
+            link = node_id
+            for _ in range(reach):
+                link = step(link)
+                if link is None:
+                    break
+                found.append(link)
+        return [i for i in dict.fromkeys(found) if i != node_id]
 
 
 def rerank(graph: SoulGraph, scores: dict[str, float], keep: int, *, accept: Callable[[Node], bool],

@@ -59,10 +59,10 @@ from soulgraph.store.vectors import VectorStore, vectors_path
 
 RECALL_BUDGET = 1500  # characters of recalled memory injected before a turn
 RECALL_LIMIT = 8
-# The reranking stage (memory/rerank.py) reorders the tools' answers to a question, not what
-# prefetch injects: on LoCoMo the share of evidence injected went 0.61 -> 0.60 with it, since the
-# budget and the consolidated memories choose the lines (docs/decisions/reranker.md).
-PREFETCH_STAGE = False
+# The reranking stage (memory/rerank.py) orders what prefetch injects, as it does the tools'
+# answers: on LoCoMo, each conversation held out of its fitting, the share of evidence injected
+# went 0.657 -> 0.728 (bench/train_reranker.py; docs/decisions/reranker.md). False: recall's order.
+PREFETCH_STAGE = True
 SNAPSHOT_CHARS = 2200
 MIRROR_WRITER = "hermes:memory_tool"
 LATER_NOTE = "a later memory says"  # a recall line's note of a newer value shown beside it (memory/updates.py)

@@ -143,8 +143,8 @@ def recall(graph: SoulGraph, text: str, k: int = 10, *, hint: str | None = None,
     users' memories, `SoulGraph.hidden_from`). `reorder`: for a question with the vectors ready,
     what reorders the candidates before variety, `rerank.DEPTH` of them at least (default: the
     reranking stage when `rerank.ENABLED` and `stage`, else none; bench/train_reranker.py passes
-    its own). `stage=False`: never the shipped stage (the provider's prefetch, which it does not
-    help: docs/decisions/reranker.md)."""
+    its own). `stage=False`: never the shipped stage (prefetch, when
+    `memory_service.PREFETCH_STAGE` is off)."""
     if k <= 0:
         return []
     fused = vectors is not None and hybrid.is_question(text) and vectors.ready(graph)
@@ -212,7 +212,10 @@ def _hybrid(graph: SoulGraph, text: str, ranked: list[Hit], k: int, tag: str | N
         for node_id, score in graph.scores_of(text, itertools.filterfalse(scores.__contains__, nearest),
                                                recency_weight).items():
             scores[node_id] = score * trust(nodes[node_id], now, half_life)
-    return hybrid.rerank(graph, scores, pool(k), accept=accept, via=via, neighbours=neighbours, nearest=nearest,
+    # The turn around a hit answers a question ("what do you do to relax?" -> the reply), not a
+    # search for words: "dog" asks for the memories that say it, not the turns beside them.
+    lend = neighbours and hybrid.is_question(text)
+    return hybrid.rerank(graph, scores, pool(k), accept=accept, via=via, neighbours=lend, nearest=nearest,
                          span=span)
 
 

@@ -135,6 +135,9 @@ _TIME = re.compile(rf"\b(?:{_MONTHS}|{_DAYS}|(?i:yesterday|today|tonight|tomorro
 _NUMBER = re.compile(r"(?i)\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twice|once|dozen|hundred)\b")
 
 
+_ROLE = re.compile(r"^(?:User|Assistant): ")
+
+
 def _answer_kind(question: str) -> re.Pattern[str] | None:
     """What an answer to the question holds, from its first words: a time for "when" (a date, a
     weekday, "yesterday", "last week", "two years ago"), a number for "how many / much / long /
@@ -152,7 +155,7 @@ def _read(content: str) -> tuple[str, float, bool, bool, bool]:
     """What the features read of a memory's text alone, kept (the same candidates come back
     question after question): its speaker ("Name: ..."), the log of its length in words,
     whether it asks a question, whether it holds a time, whether it holds a number."""
-    head = content[:40]
+    head = _ROLE.sub("", content[:60], count=1)[:40]  # a turn sync_turn wrote: "User: Caroline: ..."
     return (head.split(":", 1)[0].strip().lower() if ":" in head else "", math.log1p(len(content.split())),
             content.rstrip().endswith("?"), _TIME.search(content) is not None, _NUMBER.search(content) is not None)
 
