@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from soulgraph.engine import embeddings, hybrid, when
 from soulgraph.engine.embeddings import StaticModel, VectorIndex
-from soulgraph.engine.graph import Hit, SoulGraph
+from soulgraph.engine.graph import SoulGraph
 from soulgraph.engine.wordpiece import WordPiece
 from soulgraph.hermes import memory_service
 from soulgraph.memory import lifecycle, ranking
@@ -567,9 +567,11 @@ def _chain() -> SoulGraph:
     graph = SoulGraph(clock=lambda: 10_000.0)
     graph.add("Hermes session", node_id="s", created_at=0.0)
     for number, parent in enumerate(["s", "t1", "t2"], 1):
-        graph.add(f"turn {number}", parents=[parent], node_id=f"t{number}", created_at=10.0 * number)
-    graph.add("a fact from turn 1", parents=["t1"], node_id="m", created_at=100.0)
-    graph.add("turn 4, the next morning", parents=["t3"], node_id="t4", created_at=40.0 + hybrid.NEIGHBOUR_GAP)
+        graph.add(f"turn {number}", parents=[parent], node_id=f"t{number}", created_at=10.0 * number,
+                  kind="episodic_event")
+    graph.add("a fact from turn 1", parents=["t1"], node_id="m", created_at=100.0, kind="semantic_fact")
+    graph.add("turn 4, the next morning", parents=["t3"], node_id="t4", created_at=40.0 + hybrid.NEIGHBOUR_GAP,
+              kind="episodic_event")
     return graph
 
 
@@ -584,6 +586,22 @@ def test_a_chain_of_turns_is_a_conversation():
     assert siblings.sitting("t2", 10) == ["m", "t1", "s", "t3"]
     assert siblings.sitting("t2", 1) == ["m", "t1", "t3"]
     assert siblings.sitting("t4", 10) == []
+
+
+def test_a_parent_over_several_of_one_kind_holds_siblings_not_a_chain():
+    """A heading over its entries (or a session over its turns): the first entry does not
+    continue the heading, so a search that finds it lends the heading nothing."""
+    graph = SoulGraph(clock=lambda: 10_000.0)
+    graph.add("Tooling", node_id="h", created_at=0.0)
+    graph.add("atlas uses pnpm, not npm", parents=["h"], node_id="e1", created_at=1.0)
+    graph.add("run tests with pnpm test --run", parents=["h"], node_id="e2", created_at=2.0)
+    siblings = hybrid.Siblings(graph)
+    assert siblings.around("e1") == ([], ["e2"]) and siblings.around("h") == ([], [])
+    lone = SoulGraph(clock=lambda: 10_000.0)
+    lone.add("Tooling", node_id="h", created_at=0.0)
+    lone.add("atlas uses pnpm, not npm", parents=["h"], node_id="e1", created_at=1.0)
+    lone.add("the entry's fact", parents=["h"], node_id="f", created_at=3.0, kind="semantic_fact")
+    assert hybrid.Siblings(lone).around("e1") == (["h"], ["f"])  # one of its kind: it continues h
 
 
 def test_a_child_written_with_its_parent_does_not_continue_it():

@@ -43,6 +43,7 @@ WORD_BEST_WITHIN = 10  # the fused place the word search's best match never fall
 TIME_BOOST = 2.0  # a memory from the time a question names (engine/when.py) scores this much more
 TIME_SLACK = 7 * 86400.0  # ... or from this long after it: things are told after they happen
 
+_KIND_SCAN = 16  # the children looked at for a second one of a kind (a chain's turn has a few)
 _AFTER_ANY_ID = "\U0010ffff"  # sorts after every id: the end of one moment's siblings
 _QUESTION_WORDS = frozenset("what when where who whom whose which why how".split())
 _FIRST_WORD = re.compile(r"[A-Za-z]+")
@@ -64,18 +65,21 @@ class Siblings:
     Two shapes of conversation are read. Siblings: the children of one parent in the order
     they were written (a session node over its turns). A chain: each turn the child of the one
     before it (what `sync_turn` writes): a memory continues its parent when it is the parent's
-    first child, written after it and within NEIGHBOUR_GAP of it."""
+    first child, written after it and within NEIGHBOUR_GAP of it, and no other child of its
+    kind came in that sitting (a fact drawn from a turn is its child too, of another kind)."""
 
     def __init__(self, graph: SoulGraph):
         self.graph = graph
         self._generation = -1
         self._ordered: dict[str, list[tuple[float, str]]] = {}
         self._around: dict[str, tuple[list[str], list[str]]] = {}
+        self._next: dict[str, str | None] = {}
 
     def _fresh(self) -> None:
         if self.graph.generation != self._generation:
             self._ordered.clear()
             self._around.clear()
+            self._next.clear()
             self._generation = self.graph.generation
 
     def _order(self, parent: str) -> list[tuple[float, str]]:
@@ -88,11 +92,25 @@ class Siblings:
 
     def _continued(self, node_id: str) -> str | None:
         """The child that continues the node in a chain: its first child, when written after
-        it and within NEIGHBOUR_GAP (a child of the same moment comes with it, not after)."""
-        if not self.graph.children.get(node_id):
-            return None
-        written, child = self._order(node_id)[0]
-        return child if 0 < written - self.graph.nodes[node_id].created_at <= NEIGHBOUR_GAP else None
+        it and within NEIGHBOUR_GAP (a child of the same moment comes with it, not after), and
+        the only child of its kind in that sitting: a parent over several of one kind (a
+        session over its turns, a heading over its entries) holds them side by side."""
+        found = self._next.get(node_id, False)
+        if found is not False:
+            return found
+        found, nodes = None, self.graph.nodes
+        if self.graph.children.get(node_id):
+            ordered = self._order(node_id)
+            last, child = ordered[0]
+            if 0 < last - nodes[node_id].created_at <= NEIGHBOUR_GAP:
+                kind, alone = nodes[child].kind, True
+                for at, other in ordered[1:1 + _KIND_SCAN]:  # the children of its sitting, a few
+                    if at - last > NEIGHBOUR_GAP or not (alone := nodes[other].kind != kind):
+                        break
+                    last = at
+                found = child if alone else None
+        self._next[node_id] = found
+        return found
 
     def _continues(self, node_id: str) -> str | None:
         """The parent the node continues in a chain (see `_continued`), if any."""
