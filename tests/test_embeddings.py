@@ -586,6 +586,9 @@ def test_a_chain_of_turns_is_a_conversation():
     assert siblings.sitting("t2", 10) == ["m", "t1", "s", "t3"]
     assert siblings.sitting("t2", 1) == ["m", "t1", "t3"]
     assert siblings.sitting("t4", 10) == []
+    siblings.graph.add("turn 3b", parents=["t3"], node_id="t3b", created_at=35.0, kind="episodic_event")
+    assert siblings.around("t3") == (["t2"], ["t3b"])  # a write makes the chain read again
+    assert siblings.sitting("t2", 10) == ["m", "t1", "s", "t3", "t3b"]
 
 
 def test_a_parent_over_several_of_one_kind_holds_siblings_not_a_chain():

@@ -73,13 +73,17 @@ class Siblings:
         self._generation = -1
         self._ordered: dict[str, list[tuple[float, str]]] = {}
         self._around: dict[str, tuple[list[str], list[str]]] = {}
-        self._next: dict[str, str | None] = {}
+        self._next: dict[str, str | None] = {}  # a node -> the child that continues it
+        self._prev: dict[str, str | None] = {}  # a node -> the parent it continues
+        self._sittings: dict[tuple[str, int], tuple[str, ...]] = {}
 
     def _fresh(self) -> None:
         if self.graph.generation != self._generation:
             self._ordered.clear()
             self._around.clear()
             self._next.clear()
+            self._prev.clear()
+            self._sittings.clear()
             self._generation = self.graph.generation
 
     def _order(self, parent: str) -> list[tuple[float, str]]:
@@ -114,7 +118,11 @@ class Siblings:
 
     def _continues(self, node_id: str) -> str | None:
         """The parent the node continues in a chain (see `_continued`), if any."""
-        return next((p for p in self.graph.parents.get(node_id, ()) if self._continued(p) == node_id), None)
+        found = self._prev.get(node_id, False)
+        if found is False:
+            found = self._prev[node_id] = next(
+                (p for p in self.graph.parents.get(node_id, ()) if self._continued(p) == node_id), None)
+        return found
 
     def around(self, node_id: str) -> tuple[list[str], list[str]]:
         """(memories written just before, just after) the node: the parent it continues and the
@@ -145,6 +153,9 @@ class Siblings:
         links of its chain up and down. The conversation around it, without the node, each
         once. Its cost grows with `reach`, not with a parent's children (a hub holds thousands)."""
         self._fresh()
+        kept = self._sittings.get((node_id, reach))
+        if kept is not None:  # the same candidates come back question after question
+            return list(kept)
         graph = self.graph
         key = (graph.nodes[node_id].created_at, node_id)
         found: list[str] = []
@@ -168,7 +179,8 @@ class Siblings:
                 if link is None:
                     break
                 found.append(link)
-        return [i for i in dict.fromkeys(found) if i != node_id]
+        kept = self._sittings[(node_id, reach)] = tuple(i for i in dict.fromkeys(found) if i != node_id)
+        return list(kept)
 
 
 def rerank(graph: SoulGraph, scores: dict[str, float], keep: int, *, accept: Callable[[Node], bool],
