@@ -2,13 +2,15 @@
 
 Three steps on recall's ranked hits (`rerank`; memory/ranking.py runs it inside recall):
 
-1. Neighbour context. A memory's meaning often sits in the one written just before it under
-   the same parent: "I go hiking" answers "what do you do to relax?". So each of the best
-   `LEND_DEPTH` hits lends a share of its score to the sibling written just after it
+1. Neighbour context, for a question. A memory's meaning often sits in the one written just
+   before it: "I go hiking" answers "what do you do to relax?". So each of the best
+   `LEND_DEPTH` hits lends a share of its score to the memory written just after it
    (`NEXT_SHARE`) and just before it (`PREVIOUS_SHARE`), never lifting it past the hit itself
-   (`JUST_BELOW`); siblings are the children of a common parent, in creation order, and only
-   within `NEIGHBOUR_GAP` of each other (one sitting). A memory with no parent has no
-   neighbours: the step never invents an order the agent did not write down.
+   (`JUST_BELOW`). Neighbours are siblings (the children of a common parent, in creation
+   order) or links of a chain (each turn the child of the one before, as `sync_turn` writes
+   them; `Siblings`), and only within `NEIGHBOUR_GAP` of each other (one sitting). A memory
+   with no parent and no child has no neighbours: the step never invents an order the agent
+   did not write down.
 2. Vectors, for questions only. When the query is a question in words ("what does she do to
    relax?") and the vectors are ready, the ranking is fused with the vectors' nearest nodes by
    reciprocal rank fusion (`RRF_K`, the vectors weighted `VECTOR_WEIGHT`); the word search's
