@@ -7,9 +7,12 @@ Each dev conversation is replayed into a graph as `python -m soulgraph.eval loco
 (soulgraph.eval.locomo: a session node, its turns under it), and each of its questions asked of
 hybrid recall (memory/ranking.py with the static vectors) as the eval asks it. The stage's own
 `rerank.features` are taken of the candidates recall hands the stage (its first `rerank.DEPTH`,
-label: the candidate is evidence); `--members` small networks (numpy, one hidden layer each, a
-listwise loss) are fitted on four conversations, and recall is asked again with the stage using
-them on the fifth. The table gives R@1, R@5, R@10 and MRR of recall without the stage and with
+label: the candidate is evidence). Each conversation is also replayed through the memory
+provider (soulgraph.eval.provider: its turns through `sync_turn`, a chain of turns under each
+session node, with consolidation's facts), and the features taken of what its recall hands the
+stage there. `--members` small networks (numpy, one hidden layer each, a listwise loss) are
+fitted on both shapes of four conversations (`--fit-on eval`: the eval's graphs alone), and
+recall is asked again with the stage using them on the fifth. The table gives R@1, R@5, R@10 and MRR of recall without the stage and with
 it, per held-out conversation, over all questions and by category. Fitting is seeded: a run
 gives the same figures each time.
 
@@ -50,7 +53,7 @@ import numpy as np  # noqa: E402
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 L2 = 1e-3
 EPOCHS = 15
-MEMBERS = 5
+MEMBERS = 10
 HIDDEN = 16
 BATCH = 32
 RATE = 0.01
@@ -152,6 +155,8 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--members", type=int, default=MEMBERS, help="networks averaged")
     parser.add_argument("--hidden", type=int, default=HIDDEN, help="units in each network's hidden layer")
+    parser.add_argument("--fit-on", choices=("both", "eval"), default="both",
+                        help="the graphs fitted on: the eval's and the provider's (both), or the eval's alone")
     parser.add_argument("--no-provider", action="store_true", help="skip the held-out replay through the memory provider")
     parser.add_argument("--write", action="store_true", help=f"fit on every conversation and write {rerank.MODEL_PATH.name}")
     args = parser.parse_args()
@@ -186,6 +191,7 @@ def main() -> int:
                           "category": category, "served": [i for i in served if i in turns]})
         conversations.append({"name": str(sample.get("sample_id", number)), "sample": sample,
                               "graph": graph, "store": store,
+                              "through provider": provider_taught(sample) if args.fit_on == "both" else [],
                               "turns": turns, "asked": asked})
     print(f"LoCoMo dev: {len(conversations)} conversations, {sum(len(c['asked']) for c in conversations)} questions, "
           f"recall's first {rerank.DEPTH} reordered by the stage; each conversation held out in turn; "
@@ -197,8 +203,9 @@ def main() -> int:
     stage_times: list[float] = []
     models = []
     for held in conversations:
-        train = [q for c in conversations if c is not held for q in c["asked"]]
-        model = rerank.Model(fit([(q["x"], q["y"]) for q in train], args.l2, args.epochs, args.members, args.hidden))
+        train = [(q["x"], q["y"]) for c in conversations if c is not held for q in c["asked"]]
+        train += [pair for c in conversations if c is not held for pair in c["through provider"]]
+        model = rerank.Model(fit(train, args.l2, args.epochs, args.members, args.hidden))
         models.append(model)
         graph, store, turns = held["graph"], held["store"], held["turns"]
         served, staged = [], []
@@ -228,19 +235,45 @@ def main() -> int:
           f"the whole reorder {statistics.median(stage_times) * 1000:.2f} ms ({rerank.DEPTH} candidates)")
     shares = None if args.no_provider else provider_shares(conversations, models)
     if args.write:
-        everything = [q for c in conversations for q in c["asked"]]
+        everything = [(q["x"], q["y"]) for c in conversations for q in c["asked"]]
+        provided = [pair for c in conversations for pair in c["through provider"]]
         record = {
-            **fit([(q["x"], q["y"]) for q in everything], args.l2, args.epochs, args.members, args.hidden),
+            **fit(everything + provided, args.l2, args.epochs, args.members, args.hidden),
             "trained_by": "bench/train_reranker.py",
-            "trained_on": f"LoCoMo dev ({len(conversations)} conversations, {len(everything)} questions): "
-                          "the candidates' features and whether each is evidence; no text kept",
-            "l2": args.l2, "epochs": args.epochs, "depth": rerank.DEPTH,
+            "trained_on": f"LoCoMo dev ({len(conversations)} conversations, {len(everything)} questions asked of "
+                          f"the eval's graphs, {len(provided)} through the memory provider): the candidates' "
+                          "features and whether each is evidence; no text kept",
+            "l2": args.l2, "epochs": args.epochs, "depth": rerank.DEPTH, "fit_on": args.fit_on,
             "held_out": {"served": totals[0], "with the stage": totals[1],
                          **({"provider injected": shares} if shares else {})},
         }
         rerank.MODEL_PATH.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         print(f"\nwrote {rerank.MODEL_PATH.relative_to(ROOT)}")
     return 0
+
+
+def provider_taught(sample: dict) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One conversation through the memory provider, as `provider_shares` replays it: for each
+    question its recall hands the stage, the features of those candidates and which of them hold
+    evidence (a memory consolidation drew from a turn counts as the turn)."""
+    caught = []
+    real, kept = rerank.reorder, memory_service.PREFETCH_STAGE
+
+    def capture(graph, text, ranked, vectors, model=None, exclude=frozenset()):
+        head = ranked[: rerank.DEPTH]
+        caught.append((text, [hit.node.id for hit in head], rerank.features(graph, text, head, vectors, exclude=exclude)))
+        return ranked
+
+    rerank.reorder, memory_service.PREFETCH_STAGE = capture, True
+    try:
+        run = provider.replay([sample], direct=False)
+    finally:
+        rerank.reorder, memory_service.PREFETCH_STAGE = real, kept
+    turns = run["memory_turns"]
+    evidence: dict[str, set[str]] = {}
+    for _subject, _category, text, found in scorable_questions(sample, set(turns.values()), LedgerProblems(), "provider"):
+        evidence.setdefault(text, set()).update(found)
+    return [(x, np.array([float(turns.get(i) in evidence.get(text, ())) for i in ids])) for text, ids, x in caught]
 
 
 def provider_shares(conversations: list[dict], models: list) -> dict[str, float]:

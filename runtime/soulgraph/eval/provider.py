@@ -73,6 +73,7 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
     injected_chars: list[int] = []
     injected_items: list[int] = []
     revisions: list[dict[str, Any]] = []
+    memory_turns: dict[str, str] = {}  # memory id -> the LoCoMo turn it holds (ids are per soul)
     started = time.perf_counter()
     conversations = [(str(sample.get("sample_id", f"entry {position}")), sample) for position, sample in enumerate(data)
                      if isinstance(sample, dict) and isinstance(sample.get("conversation"), dict)]
@@ -126,6 +127,7 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
                     revisions.append({"conversation": where, "old_turn": turn_of.get(change["id"]),
                                       "new_turn": turn_of.get(change["by"]), "from": change["old"], "to": change["new"],
                                       "old_text": old.content if old else "", "new_text": new.content if new else ""})
+            memory_turns.update(turn_of)
             stats["memories"] += len(service.soul.graph().nodes)
             stats["souls"] += 1
             # The vectors embedded before the first question, so its latency is a recall's alone.
@@ -157,7 +159,7 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
                 question.ranks.update(other.ranks)
     return {"questions": questions, "stats": stats, "seconds": seconds, "latencies": latencies,
             "injected_chars": injected_chars, "injected_items": injected_items, "budget": budget, "limit": limit,
-            "users": users, "direct": direct, "revisions": revisions}
+            "users": users, "direct": direct, "revisions": revisions, "memory_turns": memory_turns}
 
 
 def compare(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int = RECALL_LIMIT) -> dict[str, Any]:
