@@ -1,23 +1,24 @@
 """A reranking stage for recall: a question's first `DEPTH` candidates, reordered by a small
-model over what recall already knows, for the tools' answers (`soul_query`, `soul_related`);
-the provider's prefetch leaves it out (docs/decisions/reranker.md). `ENABLED = False` turns it off.
+model over what recall already knows, for the tools' answers (`soul_query`, `soul_related`)
+and the provider's prefetch (docs/decisions/reranker.md). `ENABLED = False` turns it off.
 
 No cross-encoder can be installed without a download at run time, so the stage scores each
 candidate from cheap features (`FEATURES`, computed by `features`): its place and score in
 recall's order; the cosines of the question with it and with the memories written just before
-and after it under the same parent (engine/hybrid.py's neighbours); the share of the question's
+and after it (engine/hybrid.py's neighbours: siblings, or a chain of turns); the share of the question's
 idf that each of those three holds, and that the three hold together; whether its speaker
 ("Name: ...") is named in the question; whether it lies in the time the question names; its
 length; whether it asks a question itself; whether it holds what the question asks for (a time
 for "when", a number for "how many"); whether the memory before it asks a question (an answer
-follows its question); its conversation (`SITTING_REACH` siblings either side, in one sitting):
+follows its question); its conversation (`SITTING_REACH` memories either side, in one sitting):
 how near the question its best and best three memories are, and how many other candidates it
 holds; and its place among the candidates by its cosine alone, by its words alone and by its
 conversation's best cosine.
 
-The model comes from `bench/train_reranker.py` (five networks of one hidden layer of sixteen
-rectified units, their scores averaged, fitted in numpy on LoCoMo dev, each conversation held
-out in turn for the figures it records) and lives in `rerank_model.json` beside this module:
+The model comes from `bench/train_reranker.py` (ten networks of one hidden layer of sixteen
+rectified units, their scores averaged, fitted in numpy on LoCoMo dev as the eval's graphs and
+the memory provider's chains of turns hold it, each conversation held out in turn for the
+figures it records) and lives in `rerank_model.json` beside this module:
 the networks' weights and the features' means and spreads, no text. Without the file, or
 without numpy, the stage leaves recall's order as it is.
 
@@ -46,7 +47,7 @@ from soulgraph.engine.index import words
 ENABLED = True  # recall reorders a question's candidates with the shipped weights (unless asked not to)
 DEPTH = 50  # candidates reordered (recall's first 50 hold 0.86 of the evidence, its first 30 0.81)
 MODEL_PATH = Path(__file__).with_name("rerank_model.json")
-SITTING_REACH = 10  # the siblings either side of a candidate read as its conversation (hybrid.Siblings.sitting)
+SITTING_REACH = 10  # the memories either side of a candidate read as its conversation (hybrid.Siblings.sitting)
 FEATURES = ("place", "score share", "cosine", "cosine before", "cosine after", "idf share", "idf share before",
             "idf share after", "speaker named", "in the time named", "log words", "asks a question",
             "a time for when", "a number for how many", "before asks",
