@@ -12,9 +12,9 @@ provider (soulgraph.eval.provider: its turns through `sync_turn`, a chain of tur
 session node, with consolidation's facts), and the features taken of what its recall hands the
 stage there. `--members` small networks (numpy, one hidden layer each, a listwise loss) are
 fitted on both shapes of four conversations (`--fit-on eval`: the eval's graphs alone), and
-recall is asked again with the stage using them on the fifth. The table gives R@1, R@5, R@10 and MRR of recall without the stage and with
-it, per held-out conversation, over all questions and by category. Fitting is seeded: a run
-gives the same figures each time.
+recall is asked again with the stage using them on the fifth. The table gives R@1, R@5, R@10
+and MRR of recall without the stage and with it, per held-out conversation, over all questions
+and by category. Fitting is seeded: a run gives the same figures each time.
 
 The same folds then go through the memory provider (soulgraph.eval.provider, as `python -m
 soulgraph.eval provider` runs it): each held-out conversation's turns through `sync_turn`, its

@@ -631,6 +631,8 @@ def test_an_answer_is_found_through_the_turn_before_it_in_a_chain(tmp_path):
     assert hiking in scores and scores[hiking] >= 0.4 * scores[asked]
     alone = {h.node.id: h.score for h in ranking.recall(graph, "What does Melanie do to unwind?", 5, neighbours=False)}
     assert alone.get(hiking, 0.0) < 0.4 * alone[asked]
+    words = [h.node.id for h in ranking.recall(graph, "unwind after work", 5)]  # words, not a question
+    assert asked in words and hiking not in words
 
 
 def test_a_date_in_the_question_lifts_memories_of_that_time():

@@ -109,12 +109,14 @@ class Siblings:
             ordered = self._order(node_id)
             last, child = ordered[0]
             if 0 < last - nodes[node_id].created_at <= NEIGHBOUR_GAP:
-                kind, alone = nodes[child].kind, True
+                kind, found = nodes[child].kind, child
                 for at, other in ordered[1:1 + _KIND_SCAN]:  # the children of its sitting, a few
-                    if at - last > NEIGHBOUR_GAP or not (alone := nodes[other].kind != kind):
+                    if at - last > NEIGHBOUR_GAP:
+                        break
+                    if nodes[other].kind == kind:
+                        found = None
                         break
                     last = at
-                found = child if alone else None
         self._next[node_id] = found
         return found
 

@@ -61,7 +61,7 @@ RECALL_BUDGET = 1500  # characters of recalled memory injected before a turn
 RECALL_LIMIT = 8
 # The reranking stage (memory/rerank.py) orders what prefetch injects, as it does the tools'
 # answers: on LoCoMo, each conversation held out of its fitting, the share of evidence injected
-# went 0.657 -> 0.728 (bench/train_reranker.py; docs/decisions/reranker.md). False: recall's order.
+# went 0.657 -> 0.746 (bench/train_reranker.py; docs/decisions/reranker.md). False: recall's order.
 PREFETCH_STAGE = True
 SNAPSHOT_CHARS = 2200
 MIRROR_WRITER = "hermes:memory_tool"
