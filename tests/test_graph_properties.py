@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from soulgraph.engine.graph import DAY, CycleError, SoulGraph, SoulGraphError
-from soulgraph.engine.index import words
+from soulgraph.engine.index import InvertedIndex, words
 from soulgraph.store import SoulFile
 
 VOCABULARY = ["splay", "tree", "deploy", "host", "memory", "graph", "agent", "hermes", "venv", "axiom", "the", "a"]
@@ -209,6 +209,22 @@ class GraphMachine(RuleBasedStateMachine):
                 if indegree[child] == 0:
                     ready.append(child)
         assert removed == len(self.graph.nodes)
+
+    @invariant()
+    def indexes_hold_each_nodes_words_as_it_is_now(self):
+        """The indexes keep no copy of a node's text: what they hold must still be the words a
+        fresh index finds in each node's content and tags (tags change, status moves a node
+        between the two indexes, a rollback puts old nodes back)."""
+        for index, active in ((self.graph.index, True), (self.graph.archive_index, False)):
+            fresh = InvertedIndex()
+            for node in self.graph.nodes.values():
+                if (node.status == "active") == active:
+                    fresh.add(node.id, node.content + " " + " ".join(node.tags))
+            held = index._postings.keys() | index._masks.keys()
+            assert held == fresh._postings.keys()
+            assert {word: set(index.holders(word)) for word in held} == {w: set(p) for w, p in fresh._postings.items()}
+            assert set(self.graph.nodes) >= index._indexed == fresh._indexed
+            assert all(index.word_count(i) == fresh.word_count(i) for i in fresh._indexed)
 
     @invariant()
     def save_then_load_is_equal(self):

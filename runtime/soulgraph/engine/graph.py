@@ -189,10 +189,11 @@ class SoulGraph:
         # kept up to date as memories come and go, so a search excludes them at no cost.
         self._hidden: dict[str, HiddenIds] = {}
         self.order = SplayTree()
-        self.index = InvertedIndex()
+        # Each index reads a node's text from the node (`indexed_text`) instead of keeping a copy.
+        self.index = InvertedIndex(self.indexed_text)
         # Memories out of default recall (superseded, contradicted, archived) are searched
         # only when asked for (include_archived): their words live here instead of `index`.
-        self.archive_index = InvertedIndex()
+        self.archive_index = InvertedIndex(self.indexed_text)
         # The hottest nodes as nested bitmasks over index slots, for search (see bitsets).
         self._tiers = RecencyTiers(self._hottest_slots)
         self.next_id = 1
@@ -342,7 +343,7 @@ class SoulGraph:
             self.pinned.add(node.id)
         self.kinds.setdefault(node.kind, set()).add(node.id)
         self.order.insert((node.recency_key, node.id))
-        self.index.add(node.id, node.content + " " + " ".join(node.tags))
+        self.index.add(node.id, _indexed_text(node))
         if node.scope:
             self._scope_add(node.id, node.scope)  # after `index.add`: the node has its slot
         self._tiers.note(self.index.slot(node.id), node.recency_key)
@@ -352,12 +353,18 @@ class SoulGraph:
     def _deactivate(self, node: Node) -> None:
         """Out of default recall: its words move from the search index to the archive's
         (it keeps its slot there, so the bitmask machinery stays consistent)."""
-        self.index.remove(node.id)
-        self.archive_index.add(node.id, node.content + " " + " ".join(node.tags))
+        text = _indexed_text(node)
+        self.index.remove(node.id, text)
+        self.archive_index.add(node.id, text)
 
     def _reactivate(self, node: Node) -> None:
-        self.archive_index.remove(node.id)
-        self.index.add(node.id, node.content + " " + " ".join(node.tags))
+        text = _indexed_text(node)
+        self.archive_index.remove(node.id, text)
+        self.index.add(node.id, text)
+
+    def indexed_text(self, node_id: str) -> str:
+        """The text a node's words are indexed from (its content and tags)."""
+        return _indexed_text(self.nodes[node_id])
 
     def splay(self, node_id: str, at: float | None = None) -> Node:
         """Mark a node used: one more access, now. It moves to the top of the recency order."""
@@ -390,12 +397,14 @@ class SoulGraph:
         marked = self._vetted(node, {"tags": node.tags + new}) if new and self.guard is not None else {}
         marked.pop("tags", None)
         self._keep(node_id)
+        # Out of its index with the words it has now: the index reads a node's text from the node.
+        (self.index if node.status == ACTIVE else self.archive_index).remove(node_id, _indexed_text(node))
         for tag in new:
             node.tags.append(tag)
             self.tags.setdefault(tag, set()).add(node_id)
         if marked:
             self._set(node, marked)
-        (self.index if node.status == ACTIVE else self.archive_index).add(node.id, node.content + " " + " ".join(node.tags))
+        (self.index if node.status == ACTIVE else self.archive_index).add(node.id, _indexed_text(node))
         self.dirty.add(node_id)
         return node
 
@@ -1201,8 +1210,9 @@ class SoulGraph:
         self.kinds.get(node.kind, set()).discard(node.id)
         self._unscope(node.id, node.scope)
         self.order.remove((node.recency_key, node.id))
-        self.index.remove(node.id)
-        self.archive_index.remove(node.id)
+        text = _indexed_text(node)  # the node is no longer in `nodes`, where the indexes read it
+        self.index.remove(node.id, text)
+        self.archive_index.remove(node.id, text)
 
     # ----------------------------------------------------------------- portable forms
     @classmethod
@@ -1283,6 +1293,10 @@ class _TopK:
 
     def best(self) -> list[tuple[float, str]]:
         return heapq.nsmallest(self.k, self._taken, key=lambda pair: (-pair[0], pair[1]))
+
+
+def _indexed_text(node: Node) -> str:
+    return node.content + " " + " ".join(node.tags)
 
 
 def _max_recency(key: float, now: float) -> float:

@@ -140,7 +140,10 @@ _MAX_COUNT = 65_535  # what a slot's word count can hold; a longer text counts a
 
 
 class InvertedIndex:
-    """word -> its node ids, plus each node's indexed text so it can be removed.
+    """word -> its node ids. A node's words are found again from its text when it is removed or
+    re-indexed: the owner's `text_of(node_id)` gives the text a node was indexed with (a graph
+    reads it from the node, so the index keeps no copy: 15 MB at 100,000 memories); without
+    one, the index keeps each text itself.
 
     Alongside: node id <-> slot. A word's node ids are a set; a common word's are also a
     bitmask of slots, made the first time a search needs it (`mask`), so a process that
@@ -148,12 +151,14 @@ class InvertedIndex:
     exact, and in a large index it replaces the set.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, text_of: Callable[[str], str] | None = None) -> None:
         self._postings: dict[str, Edges] = {}  # word -> its node ids (unless its mask replaced them)
-        # node id -> the text it was indexed with. Its words are found again when the node is
-        # removed or re-indexed (rare); a text costs less memory than its set of words (a
-        # fifth, for a short note) and nothing to build at load.
-        self._texts: dict[str, str] = {}
+        self._indexed: set[str] = set()
+        # node id -> the text it was indexed with, kept only when no `text_of` reads it from
+        # the owner. A text costs less memory than its set of words (a fifth, for a short note)
+        # and nothing to build at load; it is read again only at a removal or a re-index (rare).
+        self._texts: dict[str, str] | None = None if text_of is not None else {}
+        self._text_of: Callable[[str], str] = text_of if text_of is not None else self._texts.__getitem__
         self._slot_of: dict[str, int] = {}
         self._id_at: list[str] = []  # slot -> node id
         self._masks: dict[str, int] = {}  # common word -> mask, each built when a search first needs it
@@ -166,19 +171,21 @@ class InvertedIndex:
         self._word_counts = array("H")
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self._indexed)
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self._texts
+        return node_id in self._indexed
 
     def membership(self) -> Callable[[object], bool]:
         """`node_id in index` as a built-in function, for filtering many ids at C speed."""
-        return self._texts.__contains__
+        return self._indexed.__contains__
 
     # ------------------------------------------------------------------ changes
     def add(self, node_id: str, text: str) -> None:
-        """Index a node's words; indexing an indexed node again replaces its words (same slot)."""
-        if node_id in self._texts:
+        """Index a node's words; indexing an indexed node again replaces its words (same slot):
+        its old words are those of `text_of(node_id)`, so an owner that changes a node's text
+        removes it first, with its old text (`remove`)."""
+        if node_id in self._indexed:
             self.remove(node_id)
         slot = self._slot_of.get(node_id)
         if slot is None:
@@ -187,7 +194,9 @@ class InvertedIndex:
             self._unsorted_ids.append(node_id)
             self._word_counts.append(0)
         doc = words(text)
-        self._texts[node_id] = text
+        self._indexed.add(node_id)
+        if self._texts is not None:
+            self._texts[node_id] = text
         self._word_counts[slot] = min(len(doc), _MAX_COUNT)
         postings, masks = self._postings, self._masks
         for word in doc:
@@ -261,7 +270,9 @@ class InvertedIndex:
         self._id_at.extend(node_ids)
         self._unsorted_ids.extend(node_ids)
         self._word_counts.extend(repeat(0, len(node_ids)))
-        self._texts.update(zip(node_ids, texts))
+        self._indexed.update(node_ids)
+        if self._texts is not None:
+            self._texts.update(zip(node_ids, texts))
         members_of = _MembersOfToken()
         # members_of[token].append(slot) for every token of every node, in node order (a
         # node's one int repeated: no object per occurrence)...
@@ -287,12 +298,19 @@ class InvertedIndex:
                 ids = tuple(chain(posting, ids))  # the nodes are new: no repeats
             postings[form] = ids if len(ids) < POSTING_SET_FROM else set(set(ids))
 
-    def remove(self, node_id: str) -> None:
-        slot = self._slot_of.get(node_id)
-        text = self._texts.pop(node_id, None)
-        if slot is not None:
-            self._word_counts[slot] = 0
-        for word in words(text) if text is not None else ():
+    def remove(self, node_id: str, text: str | None = None) -> None:
+        """Unindex a node (nothing if it is not indexed). `text`: the one it was indexed with,
+        when `text_of` can no longer give it (the owner has changed or dropped the node)."""
+        if node_id not in self._indexed:
+            return
+        if text is None:
+            text = self._text_of(node_id)
+        self._indexed.discard(node_id)
+        if self._texts is not None:
+            del self._texts[node_id]
+        slot = self._slot_of[node_id]
+        self._word_counts[slot] = 0
+        for word in words(text):
             posting = self._postings.get(word)
             if posting is not None:
                 posting = self._postings[word] = parted(posting, node_id)
@@ -321,7 +339,7 @@ class InvertedIndex:
     def idf(self, word: str) -> float:
         """log(1 + N / df): positive for every word that occurs, larger when rarer."""
         df = self.df(word)
-        return math.log1p(len(self._texts) / df) if df else 0.0
+        return math.log1p(len(self._indexed) / df) if df else 0.0
 
     def posting(self, word: str) -> AbstractSet[str]:
         """The word's node ids (read only). A rare word's tuple or a common word's mask is made
@@ -388,18 +406,16 @@ class InvertedIndex:
     def word_count(self, node_id: str) -> int:
         """How many distinct words an indexed node's text has (0 for a node not indexed):
         its length as the search sees it, counted once and kept."""
-        slot = self._slot_of.get(node_id)
-        text = self._texts.get(node_id)
-        if slot is None or text is None:
+        if node_id not in self._indexed:
             return 0
+        slot = self._slot_of[node_id]
         count = self._word_counts[slot]
         if not count:
-            count = self._word_counts[slot] = min(len(words(text)), _MAX_COUNT)
+            count = self._word_counts[slot] = min(len(words(self._text_of(node_id))), _MAX_COUNT)
         return count
 
     def document_words(self, node_id: str) -> frozenset[str]:
-        text = self._texts.get(node_id)
-        return frozenset(words(text)) if text is not None else frozenset()
+        return frozenset(words(self._text_of(node_id))) if node_id in self._indexed else frozenset()
 
     # ------------------------------------------------------------------ slots and masks
     @property
@@ -465,20 +481,20 @@ class InvertedIndex:
         return len(both)
 
     def _mask_threshold(self) -> int:
-        return max(MASK_MIN_DF, len(self._texts) // MASK_SHARE)
+        return max(MASK_MIN_DF, len(self._indexed) // MASK_SHARE)
 
     def _sweep_masks(self) -> None:
         """The threshold grows with the graph: once the graph has doubled, the words now well
         under it go back to sets only, so the masks' memory stays a small share (and a graph
         grown large drops the sets its masks replace)."""
-        if len(self._texts) >= 2 * self._masks_swept_at:
+        if len(self._indexed) >= 2 * self._masks_swept_at:
             threshold = self._mask_threshold()
             for word in [w for w in self._masks if self.df(w) * 2 < threshold]:
                 mask = self._masks.pop(word)
                 if self._mask_sizes.pop(word, None) is not None:
                     self._postings[word] = packed(self.ids_in(mask, many=True), POSTING_SET_FROM)
             self._drop_sets_of_masked()
-            self._masks_swept_at = len(self._texts)
+            self._masks_swept_at = len(self._indexed)
 
     def common_suffix_start(self, weighted: list[tuple[float, str]]) -> int:
         """Where the common words begin in a rarest-first word list: every word from the

@@ -381,7 +381,7 @@ def _fill(graph: SoulGraph, c: _Columns) -> None:
         deque(map(setattr, compress(node_list, has), repeat(name), compress(column, has)), maxlen=0)
 
     # The word index first: its slots are the nodes' positions in the file, used below.
-    index = InvertedIndex()
+    index = InvertedIndex(graph.indexed_text)
     index.add_many(ids, list(map(add, map(add, c.content, repeat(" ")), map(" ".join, c.tags))))
     position = index.slot_map()
 
