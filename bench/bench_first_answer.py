@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/bench_first_answer.py [--size 100000] [--rounds 3] [--base 7e53fc3]
 
-A synthetic soul of `--size` memories (bench/synthetic.py) is written once. Then, in each round,
-a server from this tree and one from `--base` (a temporary git worktree) are started in turn on
-copies of it (`python -m soulgraph.mcp --no-embed`), each driven by the MCP SDK's stdio client as
-Hermes drives it, and timed from process start to:
+A synthetic soul of `--size` memories (bench/synthetic.py) is written once, and each tree gets a
+copy of its own. Then, in each round, a server from this tree and one from `--base` (a temporary
+git worktree) are started in turn on their copies (`python -m soulgraph.mcp --no-embed`), each
+driven by the MCP SDK's stdio client as Hermes drives it, and timed from process start to:
 
 - `tools/list` answered (a big soul is read only after this, in the background);
 - the first `soul_summary` answered (it waits for the graph to be read);
@@ -14,7 +14,10 @@ Hermes drives it, and timed from process start to:
 - a second `soul_query` (the steady state, for comparison).
 
 The floor is the SDK's do-nothing server (one `echo` tool), started the same way, to its
-`tools/list`. Medians over the rounds. Without the vectors: their load runs in the background
+`tools/list`. Each tree's first start (the first round: nothing beside the soul yet, as after a
+new snapshot) is shown apart from its restarts (the later rounds, medians: what a server started
+again on the same soul, as at each Hermes session, waits for); the files a server leaves beside
+its soul (the word index's image) stay there for its restarts. Without the vectors: their load runs in the background
 and no answer waits for it (a question searches by words meanwhile), so it is left out.
 """
 
@@ -81,6 +84,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="starts of each server (default 3)")
     parser.add_argument("--base", default="7e53fc3", help="the revision to compare with (default 7e53fc3)")
     args = parser.parse_args()
+    if args.rounds < 2:
+        parser.error("--rounds must be at least 2 (a first start, then restarts)")
     question = synthetic.questions(1)[0]
     with tempfile.TemporaryDirectory(prefix="soulbench-first-") as folder, worktree(args.base) as base_tree:
         work = Path(folder)
@@ -94,23 +99,31 @@ def main() -> int:
         echo_script.write_text(ECHO_SERVER)
         echo = StdioServerParameters(command=sys.executable, args=[str(echo_script)])
         trees = {"this tree": REPO / "runtime", args.base: base_tree / "runtime"}
-        samples: dict[str, list[list[float]]] = {name: [] for name in (*trees, "echo floor")}
+        copies = {}
+        for name in trees:
+            copies[name] = work / name.replace(" ", "-") / "soul.json"
+            copies[name].parent.mkdir()
+            shutil.copy2(master, copies[name])
+        rows = [row for name in trees for row in (f"{name}, 1st start", f"{name}, restarts")]
+        samples: dict[str, list[list[float]]] = {name: [] for name in (*rows, "echo floor")}
         for round_number in range(args.rounds):
             samples["echo floor"].append(timed(echo, None))
             for name, runtime in trees.items():
-                copy = work / f"round-{round_number}-{name.replace(' ', '-')}" / "soul.json"
-                copy.parent.mkdir()
-                shutil.copy2(master, copy)
-                samples[name].append(timed(server(runtime, copy), question))
+                row = f"{name}, 1st start" if round_number == 0 else f"{name}, restarts"
+                samples[row].append(timed(server(runtime, copies[name]), question))
         floor = statistics.median(run[0] for run in samples["echo floor"])
-        header = f"{'server':<12} | " + " | ".join(f"{mark + ' s':>18}" for mark in MARKS)
+        width = max(map(len, samples))
+        header = f"{'server':<{width}} | " + " | ".join(f"{mark + ' s':>18}" for mark in MARKS)
         print(header)
         print("-" * len(header))
         for name, runs in samples.items():
+            if not runs:
+                continue
             cells = [statistics.median(run[at] for run in runs) if all(len(run) > at for run in runs) else None
                      for at in range(len(MARKS))]
-            print(f"{name:<12} | " + " | ".join(f"{cell:>18.2f}" if cell is not None else f"{'':>18}" for cell in cells))
-        print(f"\nmedians of {args.rounds}; seconds from process start; the echo floor's tools/list: {floor:.2f} s")
+            print(f"{name:<{width}} | " + " | ".join(f"{cell:>18.2f}" if cell is not None else f"{'':>18}" for cell in cells))
+        print(f"\nseconds from process start: the first round, then medians of the {args.rounds - 1} later ones "
+              f"(the echo floor: of all {args.rounds}); the echo floor's tools/list: {floor:.2f} s")
     return 0
 
 

@@ -266,13 +266,7 @@ class InvertedIndex:
         tokens = chain.from_iterable(map(split, pieces))
         first = len(self._id_at)
         slots = range(first, first + len(node_ids))
-        self._slot_of.update(zip(node_ids, slots))
-        self._id_at.extend(node_ids)
-        self._unsorted_ids.extend(node_ids)
-        self._word_counts.extend(repeat(0, len(node_ids)))
-        self._indexed.update(node_ids)
-        if self._texts is not None:
-            self._texts.update(zip(node_ids, texts))
+        self.take_slots(node_ids, texts)
         members_of = _MembersOfToken()
         # members_of[token].append(slot) for every token of every node, in node order (a
         # node's one int repeated: no object per occurrence)...
@@ -297,6 +291,18 @@ class InvertedIndex:
             if posting is not None:
                 ids = tuple(chain(posting, ids))  # the nodes are new: no repeats
             postings[form] = ids if len(ids) < POSTING_SET_FROM else set(set(ids))
+
+    def take_slots(self, node_ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Give new nodes the next slots, in order, as indexed (their words are the caller's:
+        `add_many`, or an image of the index read back, `engine/index_image.py`)."""
+        first = len(self._id_at)
+        self._slot_of.update(zip(node_ids, range(first, first + len(node_ids))))
+        self._id_at.extend(node_ids)
+        self._unsorted_ids.extend(node_ids)
+        self._word_counts.extend(repeat(0, len(node_ids)))
+        self._indexed.update(node_ids)
+        if self._texts is not None:
+            self._texts.update(zip(node_ids, texts))
 
     def remove(self, node_id: str, text: str | None = None) -> None:
         """Unindex a node (nothing if it is not indexed). `text`: the one it was indexed with,

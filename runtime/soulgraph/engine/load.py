@@ -39,6 +39,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from soulgraph.engine import edges
 from soulgraph.engine import record as memory_record
 from soulgraph.engine.graph import DAY, DEFAULT_RECENCY_WEIGHT, MEMORY_DEFAULTS, Clock, Node, SoulGraph
+from soulgraph.engine import index_image as index_image_module
 from soulgraph.engine.index import InvertedIndex
 from soulgraph.engine.splay import SplayTree
 
@@ -336,7 +337,8 @@ def paused_gc() -> Iterator[None]:
 
 
 def load_graph(records: list[Any], *, next_id: object, exploration: object, clock: Clock = time.time,
-               recency_weight: float = DEFAULT_RECENCY_WEIGHT, consume: bool = False) -> SoulGraph:
+               recency_weight: float = DEFAULT_RECENCY_WEIGHT, consume: bool = False,
+               index_image: index_image_module.ImageStore | None = None) -> SoulGraph:
     """The graph of a soul file's node records (in file order), its next_id and its
     exploration branch ({"nodes": [records]} or None), as inserting the nodes one by one
     and then their edges would build it, with nothing marked changed.
@@ -348,6 +350,10 @@ def load_graph(records: list[Any], *, next_id: object, exploration: object, cloc
     `consume`: empty `records` once their values are copied out, before the graph is built.
     The graph then holds none of the parsed file's objects, so the memory the parse took is
     whole and free again (`_own_values`); a store that parsed the file for this alone passes it.
+
+    `index_image`: where the word index's image is kept (`engine/index_image.py`). From
+    `IMAGE_FROM` memories, the load reads the index from it when it is the image of these
+    records' ids and texts, and otherwise builds the index and writes its image there.
     """
     if type(records) is not list:
         raise ValueError(f"nodes must be a list, got {_kind(records)}")
@@ -360,7 +366,7 @@ def load_graph(records: list[Any], *, next_id: object, exploration: object, cloc
             if consume:
                 _own_values(columns)
                 records.clear()
-            _fill(graph, columns)
+            _fill(graph, columns, index_image)
         _fill_branch(graph, exploration)
         graph.next_id = next_id
         graph.dirty.clear()
@@ -368,7 +374,7 @@ def load_graph(records: list[Any], *, next_id: object, exploration: object, cloc
     return graph
 
 
-def _fill(graph: SoulGraph, c: _Columns) -> None:
+def _fill(graph: SoulGraph, c: _Columns, image: index_image_module.ImageStore | None = None) -> None:
     ids = c.id
     n = len(ids)
     nodes = dict(zip(ids, map(Node, ids, c.content, c.tags, c.created_at, c.last_accessed,
@@ -382,7 +388,9 @@ def _fill(graph: SoulGraph, c: _Columns) -> None:
 
     # The word index first: its slots are the nodes' positions in the file, used below.
     index = InvertedIndex(graph.indexed_text)
-    index.add_many(ids, list(map(add, map(add, c.content, repeat(" ")), map(" ".join, c.tags))))
+    texts = list(map(add, map(add, c.content, repeat(" ")), map(" ".join, c.tags)))
+    _index_words(index, ids, texts, image if n >= index_image_module.IMAGE_FROM else None)
+    del texts
     position = index.slot_map()
 
     # Edges: parents as listed; children filled in file order, as one-by-one edges were.
@@ -438,6 +446,22 @@ def _fill(graph: SoulGraph, c: _Columns) -> None:
         for node in nodes.values():
             if node.status != "active":
                 graph._deactivate(node)
+
+
+def _index_words(index: InvertedIndex, ids: list[str], texts: list[str],
+                 image: index_image_module.ImageStore | None) -> None:
+    """`index.add_many(ids, texts)`, or its image read back when `image` holds theirs (and a
+    new image written when it does not)."""
+    if image is None:
+        index.add_many(ids, texts)
+        return
+    built_from = index_image_module.key(ids, texts)
+    kept = image.read()
+    if kept is not None and index_image_module.restore(index, kept, ids, texts, built_from):
+        return
+    del kept
+    index.add_many(ids, texts)
+    image.write(index_image_module.dump(index, built_from))
 
 
 def _fill_branch(graph: SoulGraph, exploration: object) -> None:

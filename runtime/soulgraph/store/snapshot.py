@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, Node, SoulGraph
+from soulgraph.engine.index_image import ImageStore
 from soulgraph.engine.load import load_graph, parse_node_record
 
 FORMAT = "soulgraph"
@@ -109,8 +110,10 @@ def check_schema(schema: object) -> int:
     return schema
 
 
-def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEIGHT) -> tuple[SoulGraph, int, int]:
-    """(graph, schema, seq) from a snapshot's bytes, or SnapshotError naming the problem."""
+def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEIGHT,
+           index_image: ImageStore | None = None) -> tuple[SoulGraph, int, int]:
+    """(graph, schema, seq) from a snapshot's bytes, or SnapshotError naming the problem.
+    `index_image`: where the word index's image is kept (see `load_graph`)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -135,7 +138,7 @@ def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEI
         raise SnapshotError('"audit" must be a list of objects')
     try:
         graph = load_graph(nodes, next_id=data.get("next_id", 1), exploration=data.get("exploration"),
-                           clock=clock, recency_weight=recency_weight, consume=True)
+                           clock=clock, recency_weight=recency_weight, consume=True, index_image=index_image)
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotError(f"damaged soul graph ({exc})") from None
     graph.audit = audit

@@ -44,6 +44,7 @@ from soulgraph.store import write_guard
 from soulgraph.store import journal, snapshot
 from soulgraph.store.atomic import FolderSyncError, fsync_folder, sweep_temp_files, write_atomically
 from soulgraph.store.journal import JournalError
+from soulgraph.store.index_file import IndexFile
 from soulgraph.store.snapshot import FORMAT, SCHEMA, SnapshotError
 
 # Files up to this size are read whole before the server answers; larger ones are checked
@@ -225,7 +226,7 @@ class SoulFile:
             raise SoulFileError(self.path, f"cannot be read ({_os_reason(exc)})") from None
         else:
             try:
-                graph, schema, seq = snapshot.decode(raw, self.clock, self.recency_weight)
+                graph, schema, seq = snapshot.decode(raw, self.clock, self.recency_weight, IndexFile(self.path))
             except SnapshotError as exc:
                 raise SoulFileError(self.path, f"{exc}; left untouched") from None
             sig, size = _signature(st), len(raw)
