@@ -292,9 +292,12 @@ class InvertedIndex:
                 ids = tuple(chain(posting, ids))  # the nodes are new: no repeats
             postings[form] = ids if len(ids) < POSTING_SET_FROM else set(set(ids))
 
-    def take_slots(self, node_ids: Sequence[str], texts: Sequence[str]) -> None:
+    def take_slots(self, node_ids: Sequence[str], texts: Sequence[str] = ()) -> None:
         """Give new nodes the next slots, in order, as indexed (their words are the caller's:
-        `add_many`, or an image of the index read back, `engine/index_image.py`)."""
+        `add_many`, or a load's image read back, `engine/load_image.py`); `texts`: theirs,
+        needed only by an index that keeps its own."""
+        if self._texts is not None and len(texts) != len(node_ids):
+            raise ValueError(f"{len(node_ids)} node ids but {len(texts)} texts")
         first = len(self._id_at)
         self._slot_of.update(zip(node_ids, range(first, first + len(node_ids))))
         self._id_at.extend(node_ids)

@@ -34,12 +34,12 @@ from array import array
 from collections import defaultdict, deque
 from itertools import accumulate, chain, compress, repeat
 from operator import add, attrgetter, is_not, itemgetter, lt, truediv
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from soulgraph.engine import edges
 from soulgraph.engine import record as memory_record
 from soulgraph.engine.graph import DAY, DEFAULT_RECENCY_WEIGHT, MEMORY_DEFAULTS, Clock, Node, SoulGraph
-from soulgraph.engine import index_image as index_image_module
+from soulgraph.engine import load_image
 from soulgraph.engine.index import InvertedIndex
 from soulgraph.engine.splay import SplayTree
 
@@ -57,6 +57,9 @@ assert tuple(_MEMORY_RULES) == tuple(name for name, _ in MEMORY_DEFAULTS), "the 
 _MISSING = object()
 
 _RECORD_FIELDS = (*_NODE_FIELDS, "parents")
+# What a load image keeps of the columns (`engine/load_image.py`): the record's fields in order,
+# and the mark of a memory field a record lacks.
+RECORD_FIELDS, MISSING = _RECORD_FIELDS, _MISSING
 # access_count goes through log1p and float arithmetic; far beyond any real count, and
 # small enough that neither overflows.
 _MAX_ACCESS_COUNT = 2**63 - 1
@@ -338,7 +341,7 @@ def paused_gc() -> Iterator[None]:
 
 def load_graph(records: list[Any], *, next_id: object, exploration: object, clock: Clock = time.time,
                recency_weight: float = DEFAULT_RECENCY_WEIGHT, consume: bool = False,
-               index_image: index_image_module.ImageStore | None = None) -> SoulGraph:
+               on_indexed: Callable[[_Columns, InvertedIndex], None] | None = None) -> SoulGraph:
     """The graph of a soul file's node records (in file order), its next_id and its
     exploration branch ({"nodes": [records]} or None), as inserting the nodes one by one
     and then their edges would build it, with nothing marked changed.
@@ -351,9 +354,9 @@ def load_graph(records: list[Any], *, next_id: object, exploration: object, cloc
     The graph then holds none of the parsed file's objects, so the memory the parse took is
     whole and free again (`_own_values`); a store that parsed the file for this alone passes it.
 
-    `index_image`: where the word index's image is kept (`engine/index_image.py`). From
-    `IMAGE_FROM` memories, the load reads the index from it when it is the image of these
-    records' ids and texts, and otherwise builds the index and writes its image there.
+    `on_indexed(columns, index)`: called once the records are checked and copied into columns
+    and the word index is built from them, before anything changes either (what a load image
+    keeps: `engine/load_image.py`).
     """
     if type(records) is not list:
         raise ValueError(f"nodes must be a list, got {_kind(records)}")
@@ -366,7 +369,7 @@ def load_graph(records: list[Any], *, next_id: object, exploration: object, cloc
             if consume:
                 _own_values(columns)
                 records.clear()
-            _fill(graph, columns, index_image)
+            _fill(graph, columns, on_indexed=on_indexed)
         _fill_branch(graph, exploration)
         graph.next_id = next_id
         graph.dirty.clear()
@@ -374,7 +377,27 @@ def load_graph(records: list[Any], *, next_id: object, exploration: object, cloc
     return graph
 
 
-def _fill(graph: SoulGraph, c: _Columns, image: index_image_module.ImageStore | None = None) -> None:
+def load_graph_from_image(image: load_image.Image, *, clock: Clock = time.time,
+                          recency_weight: float = DEFAULT_RECENCY_WEIGHT) -> SoulGraph:
+    """The graph `load_graph` built when it made this image (`load_image.read`): from the
+    columns it had checked and the index it had built, with no parse and no check again.
+    ValueError when the image's parts do not fit together."""
+    header = image.header
+    with paused_gc():
+        graph = SoulGraph(clock=clock, recency_weight=recency_weight)
+        if image.columns[0]:
+            columns = _Columns(*image.columns)
+            columns.memory = image.memory
+            _fill(graph, columns, index_parts=image.index)
+        _fill_branch(graph, header["exploration"])
+        graph.next_id = header["next_id"]
+        graph.dirty.clear()
+        graph.branch_dirty = False
+    return graph
+
+
+def _fill(graph: SoulGraph, c: _Columns, *, on_indexed: Callable[[_Columns, InvertedIndex], None] | None = None,
+          index_parts: tuple[Any, ...] | None = None) -> None:
     ids = c.id
     n = len(ids)
     nodes = dict(zip(ids, map(Node, ids, c.content, c.tags, c.created_at, c.last_accessed,
@@ -388,9 +411,12 @@ def _fill(graph: SoulGraph, c: _Columns, image: index_image_module.ImageStore | 
 
     # The word index first: its slots are the nodes' positions in the file, used below.
     index = InvertedIndex(graph.indexed_text)
-    texts = list(map(add, map(add, c.content, repeat(" ")), map(" ".join, c.tags)))
-    _index_words(index, ids, texts, image if n >= index_image_module.IMAGE_FROM else None)
-    del texts
+    if index_parts is not None:
+        load_image.fill_index(index, index_parts, ids)
+    else:
+        index.add_many(ids, list(map(add, map(add, c.content, repeat(" ")), map(" ".join, c.tags))))
+        if on_indexed is not None:
+            on_indexed(c, index)
     position = index.slot_map()
 
     # Edges: parents as listed; children filled in file order, as one-by-one edges were.
@@ -446,22 +472,6 @@ def _fill(graph: SoulGraph, c: _Columns, image: index_image_module.ImageStore | 
         for node in nodes.values():
             if node.status != "active":
                 graph._deactivate(node)
-
-
-def _index_words(index: InvertedIndex, ids: list[str], texts: list[str],
-                 image: index_image_module.ImageStore | None) -> None:
-    """`index.add_many(ids, texts)`, or its image read back when `image` holds theirs (and a
-    new image written when it does not)."""
-    if image is None:
-        index.add_many(ids, texts)
-        return
-    built_from = index_image_module.key(ids, texts)
-    kept = image.read()
-    if kept is not None and index_image_module.restore(index, kept, ids, texts, built_from):
-        return
-    del kept
-    index.add_many(ids, texts)
-    image.write(index_image_module.dump(index, built_from))
 
 
 def _fill_branch(graph: SoulGraph, exploration: object) -> None:

@@ -573,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="recall with words and links only, even where the `embed` extra is installed")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the shim ends us by closing stdin (or SIGTERM)
-    soul = SoulFile(args.soul_file or default_soul_file(), freeze=True)  # one graph for the process's life
+    soul = SoulFile(args.soul_file or default_soul_file(), freeze=True, keep_image=True)  # one graph for the process's life
     try:
         soul.graph()  # refuse to start on a file we cannot read
     except SoulFileError as exc:

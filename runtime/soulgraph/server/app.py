@@ -631,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="soul_ask's deadline for the LLM provider's answer (default: 60)")
     args = parser.parse_args(argv)
     return_big_buffers_to_the_system()  # before the first read: a server lives long and shares its host
-    soul = SoulFile(args.soul_file or default_soul_file(), freeze=True,  # this process serves one graph
+    soul = SoulFile(args.soul_file or default_soul_file(), freeze=True, keep_image=True,  # this process serves one graph
                     strength_half_life=args.strength_half_life_days * 86400)
     try:
         still_to_read = soul.open_for_serving()  # refuse to start on a file we cannot read

@@ -21,6 +21,11 @@ class FolderSyncError(OSError):
     holds the new data: a caller must not report the write as not made."""
 
 
+def file_signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells one version of a file from another (a rename over it, a write to it)."""
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 def temp_prefix(path: Path) -> str:
     return f".{path.name}."
 

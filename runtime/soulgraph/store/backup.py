@@ -31,7 +31,7 @@ from soulgraph.engine.graph import SoulGraph
 from soulgraph.store import snapshot
 from soulgraph.store.atomic import write_atomically
 from soulgraph.store.soulfile import SoulFile, SoulFileError
-from soulgraph.store.index_file import index_path
+from soulgraph.store.image_file import image_path
 from soulgraph.store.vectors import SUFFIX as VECTORS_SUFFIX
 
 
@@ -143,7 +143,7 @@ def _destination(dest: str | os.PathLike[str], soul: SoulFile, force: bool, labe
     for part, name in ((soul.path, "the soul file itself"), (soul.journal_path, "its journal"),
                        (soul.lock_path, "its lock file"), (soul.path.with_name(soul.path.name + VECTORS_SUFFIX),
                                                            "its vectors file"),
-                       (index_path(soul.path), "its word index's image")):
+                       (image_path(soul.path), "its load image")):
         if _same_file(path, part):
             raise BackupError(f"{path} is {name}; a backup goes to another file")
     if path.exists() and not force:

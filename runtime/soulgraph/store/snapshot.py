@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from soulgraph.engine.graph import Clock, DEFAULT_RECENCY_WEIGHT, Node, SoulGraph
-from soulgraph.engine.index_image import ImageStore
-from soulgraph.engine.load import load_graph, parse_node_record
+from soulgraph.engine import load_image
+from soulgraph.engine.load import MISSING, RECORD_FIELDS, load_graph, load_graph_from_image, parse_node_record
+from soulgraph.engine.load_image import ImageStore
 
 FORMAT = "soulgraph"
 SCHEMA = 4
@@ -111,9 +113,25 @@ def check_schema(schema: object) -> int:
 
 
 def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEIGHT,
-           index_image: ImageStore | None = None) -> tuple[SoulGraph, int, int]:
+           images: ImageStore | None = None) -> tuple[SoulGraph, int, int]:
     """(graph, schema, seq) from a snapshot's bytes, or SnapshotError naming the problem.
-    `index_image`: where the word index's image is kept (see `load_graph`)."""
+
+    `images`: where a large snapshot's load image is kept (`engine/load_image.py`). The graph
+    comes from the image when it was made from these very bytes; otherwise from the bytes, and
+    a snapshot of `IMAGE_FROM` memories or more leaves a new image there for the next load."""
+    made_from = load_image.key(raw) if images is not None else b""
+    if images is not None:
+        kept = load_image.read(images.read(), made_from, MISSING)
+        if kept is not None:
+            try:
+                graph = load_graph_from_image(kept, clock=clock, recency_weight=recency_weight)
+            except (KeyError, TypeError, ValueError, IndexError):
+                pass  # not an image this runtime can use after all: the bytes decide
+            else:
+                graph.audit = kept.header["audit"]
+                return graph, kept.header["schema"], kept.header["seq"]
+            finally:
+                del kept
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -124,6 +142,7 @@ def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEI
         raise SnapshotError("not a soul graph: JSON nested too deeply") from None
     except ValueError as exc:
         raise SnapshotError(f"not valid JSON ({exc})") from None
+    del text
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SnapshotError(f"not a soul graph file (no \"format\": \"{FORMAT}\")")
     schema = check_schema(data.get("schema"))
@@ -136,13 +155,23 @@ def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEI
     audit = data.get("audit", [])
     if type(audit) is not list or not all(type(entry) is dict for entry in audit):
         raise SnapshotError('"audit" must be a list of objects')
+    next_id, exploration = data.get("next_id", 1), data.get("exploration")
+    keep = None
+    if images is not None and len(nodes) >= load_image.IMAGE_FROM:
+        header = {"schema": schema, "seq": seq, "next_id": next_id, "exploration": exploration, "audit": audit}
+        keep = partial(_keep_image, images, made_from, header)
     try:
-        graph = load_graph(nodes, next_id=data.get("next_id", 1), exploration=data.get("exploration"),
-                           clock=clock, recency_weight=recency_weight, consume=True, index_image=index_image)
+        graph = load_graph(nodes, next_id=next_id, exploration=exploration, clock=clock,
+                           recency_weight=recency_weight, consume=True, on_indexed=keep)
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotError(f"damaged soul graph ({exc})") from None
     graph.audit = audit
     return graph, schema, seq
+
+
+def _keep_image(images: ImageStore, made_from: bytes, header: dict[str, Any], columns: Any, index: Any) -> None:
+    """Write the image of a load that has just checked `columns` and built `index` from them."""
+    images.write(load_image.dump(made_from, header, columns, RECORD_FIELDS, MISSING, index))
 
 
 def parse_node(record: Any) -> Node:

@@ -43,8 +43,9 @@ from soulgraph.engine.load import paused_gc
 from soulgraph.store import write_guard
 from soulgraph.store import journal, snapshot
 from soulgraph.store.atomic import FolderSyncError, fsync_folder, sweep_temp_files, write_atomically
+from soulgraph.store.atomic import file_signature as _signature
 from soulgraph.store.journal import JournalError
-from soulgraph.store.index_file import IndexFile
+from soulgraph.store.image_file import ImageFile, image_path
 from soulgraph.store.snapshot import FORMAT, SCHEMA, SnapshotError
 
 # Files up to this size are read whole before the server answers; larger ones are checked
@@ -100,10 +101,6 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _signature(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
-
-
 class SoulFile:
     """One soul.json and its journal, and the graph they hold, kept in step with other
     processes."""
@@ -111,12 +108,17 @@ class SoulFile:
     def __init__(self, path: str | os.PathLike[str], clock: Clock = time.time,
                  recency_weight: float = DEFAULT_RECENCY_WEIGHT, *, journal_share: float = 0.25,
                  journal_min_bytes: int = 1 << 20, lock_timeout: float = 30.0, freeze: bool = False,
-                 strength_half_life: float = record.STRENGTH_HALF_LIFE):
+                 strength_half_life: float = record.STRENGTH_HALF_LIFE, keep_image: bool = False):
         """`freeze`: for a process that serves this one graph for its whole life (the MCP
         server). After each full read the process's objects are frozen out of the garbage
         collector's sight (`gc.freeze`), so no collection walks a big graph during a tool
         call. Freezing is process-wide and a frozen graph is never freed, so a process that
-        opens many soul files (tests, tools, harnesses) must leave it off."""
+        opens many soul files (tests, tools, harnesses) must leave it off.
+
+        `keep_image`: for a process that will be started again on this soul (the MCP server,
+        the memory service): a load of a large snapshot leaves its image beside it, so the next
+        load of the same snapshot reads that instead of parsing the file (`store/image_file.py`).
+        Any process reads an image that is there."""
         self.given_path = Path(path).expanduser().absolute()
         # A symlink is followed: its target is the file read and replaced, the link stays.
         self.path = Path(os.path.realpath(self.given_path)) if self.given_path.is_symlink() else self.given_path
@@ -129,6 +131,7 @@ class SoulFile:
         self.journal_min_bytes = journal_min_bytes
         self.lock_timeout = lock_timeout
         self.freeze = freeze
+        self.keep_image = keep_image
         self._graph: SoulGraph | None = None
         self._mutex = threading.RLock()  # a background preload and a tool call may both read
         self._preloading: threading.Thread | None = None
@@ -226,7 +229,8 @@ class SoulFile:
             raise SoulFileError(self.path, f"cannot be read ({_os_reason(exc)})") from None
         else:
             try:
-                graph, schema, seq = snapshot.decode(raw, self.clock, self.recency_weight, IndexFile(self.path))
+                graph, schema, seq = snapshot.decode(raw, self.clock, self.recency_weight,
+                                                     ImageFile(self.path, _signature(st), writable=self.keep_image))
             except SnapshotError as exc:
                 raise SoulFileError(self.path, f"{exc}; left untouched") from None
             sig, size = _signature(st), len(raw)
@@ -731,6 +735,18 @@ class SoulFile:
                 raise ForgetIncomplete(backup, f"may hold the forgotten text and could not be checked or removed "
                                                f"({_os_reason(exc)}); the memory is gone from {self.path.name}, "
                                                "but the forget is not complete until this file is deleted") from None
+
+        # The load image holds every memory of a snapshot that is no longer the soul's: it goes
+        # whatever it holds, and the next load makes a new one (store/image_file.py).
+        try:
+            if image_path(self.path).exists():
+                os.unlink(image_path(self.path))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise ForgetIncomplete(image_path(self.path), f"may hold the forgotten text and could not be removed "
+                                                          f"({_os_reason(exc)}); the memory is gone from {self.path.name}, "
+                                                          "but the forget is not complete until this file is deleted") from None
 
     def _back_up_old_schema(self) -> None:
         """Before the first rewrite in a new schema: soul.json and its journal as they were,
