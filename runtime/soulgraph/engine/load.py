@@ -17,6 +17,10 @@ per-word work in C loops (`map`, `zip`, slicing) rather than Python bytecode:
   file's order (one pass of comparisons otherwise: edges that all point forwards in some
   order cannot close a cycle).
 
+A large load can be kept for the next (`engine/load_image.py`): `load_graph`'s `on_indexed`
+is handed the checked columns and the built index, and `load_graph_from_image` builds the same
+graph from them again, with no parse, no check and no index to build.
+
 The garbage collector is paused meanwhile (`paused_gc`, which a store should also put
 around `json.loads` and its `gc.freeze()`): a load allocates about a million containers,
 and every collection it would trigger walks all of them again.
