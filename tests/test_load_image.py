@@ -135,6 +135,9 @@ def test_the_image_is_not_read_for_other_bytes():
     assert load_image.read(kept.image, load_image.key(raw), object()) is not None
     assert load_image.read(kept.image, load_image.key(other), object()) is None
     assert load_image.read(kept.image[:-5], load_image.key(raw), object()) is None  # torn
+    flipped = bytearray(kept.image)
+    flipped[-10] ^= 1
+    assert load_image.read(bytes(flipped), load_image.key(raw), object()) is None  # a bit gone bad
     decoded, _, _ = snapshot.decode(other, graph.clock, images=kept)
     assert [node.content for node in decoded.nodes.values()] == ["two note"]
 
@@ -235,9 +238,12 @@ def test_a_damaged_image_is_made_again(tmp_path, small_images, damage):
     whole = image.read_bytes()
     if damage == "columns":  # an image that reads, but whose parts do not fit together
         import marshal
-        made_from, header, columns, memory, index = marshal.loads(whole[len(load_image.FORMAT):])
+        import zlib
+        start = len(load_image.FORMAT) + 24  # the key and the CRC
+        header, columns, memory, index = marshal.loads(whole[start:])
         columns[0] = columns[0][:-1]
-        image.write_bytes(load_image.FORMAT + marshal.dumps((made_from, header, columns, memory, index)))
+        payload = marshal.dumps((header, columns, memory, index))
+        image.write_bytes(whole[:start - 4] + zlib.crc32(payload).to_bytes(4, "little") + payload)
     else:
         image.write_bytes({"torn": whole[: len(whole) // 2], "garbage": load_image.FORMAT + b"\x00" * 64,
                            "empty": b""}[damage])

@@ -4,9 +4,10 @@ memories, parsing and checking the JSON is about 0.7 s of a 2 to 3 s load and bu
 about 1 s; an image gives both back in a few tenths of a second. The graph is then built from
 the columns as after a parse (`engine/load.py`), so the two loads make the same graph.
 
-An image starts with the key of what it was made from (`key`: the snapshot's bytes, this
-format, the runtime's version and the index's thresholds) and `read` returns nothing for an
-image whose key is not the key asked for. So an image of another snapshot (after a compaction,
+An image starts with a format line, the key of what it was made from (`key`: the snapshot's
+bytes, this format, the runtime's version and the index's thresholds) and a CRC-32 of the rest,
+and `read` returns nothing for an image whose key is not the key asked for or whose rest is not
+whole: only an intact image of these very bytes is unmarshalled. So an image of another snapshot (after a compaction,
 a restore or a `cp` over the file), of another runtime, or torn by a crash is never used: the
 load parses the file as before and a new image replaces the old. Pure: bytes in, bytes out;
 where they are kept is the store's business (`store/image_file.py`).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import zlib
 from array import array
 from itertools import compress, islice, repeat
 from operator import is_not
@@ -28,7 +30,8 @@ from soulgraph.engine.index import InvertedIndex
 if TYPE_CHECKING:
     from soulgraph.engine.load import _Columns
 
-FORMAT = b"soulgraph load image 1\n"
+FORMAT = b"soulgraph load image 2\n"
+_KEY_BYTES = 20  # SHA-1
 # Below this many memories a load takes a few tenths of a second at most: no image is made.
 IMAGE_FROM = 20_000
 _MARSHAL_VERSION = 4
@@ -69,23 +72,26 @@ def dump(made_from: bytes, header: dict[str, Any], columns: "_Columns", fields: 
     index `add_many` built from them in an empty index."""
     memory = {name: (bytes(map(is_not, column, repeat(missing))), [value for value in column if value is not missing])
               for name, column in columns.memory.items()}
-    return FORMAT + marshal.dumps((made_from, header, [getattr(columns, name) for name in fields], memory,
-                                   _index_parts(index)), _MARSHAL_VERSION)
+    payload = marshal.dumps((header, [getattr(columns, name) for name in fields], memory, _index_parts(index)),
+                            _MARSHAL_VERSION)
+    return FORMAT + made_from + zlib.crc32(payload).to_bytes(4, "little") + payload
 
 
 def read(image: bytes | None, made_from: bytes, missing: object) -> Image | None:
     """The load kept in `image`, when it was made from `made_from` (else None)."""
-    if not image or not image.startswith(FORMAT):
-        return None
-    view = memoryview(image)[len(FORMAT):]
-    try:
-        kept_from, header, columns, memory, index = marshal.loads(view)
-    except (EOFError, ValueError, TypeError):
-        return None  # torn, or not an image
-    finally:
-        view.release()
-    if kept_from != made_from:
-        return None
+    start = len(FORMAT) + _KEY_BYTES + 4
+    if not image or not image.startswith(FORMAT) or image[len(FORMAT):start - 4] != made_from:
+        return None  # not an image, or of something else
+    with memoryview(image) as view:
+        payload = view[start:]
+        try:
+            if zlib.crc32(payload) != int.from_bytes(image[start - 4:start], "little"):
+                return None  # torn or damaged
+            header, columns, memory, index = marshal.loads(payload)
+        except (EOFError, ValueError, TypeError):
+            return None
+        finally:
+            payload.release()
     count = len(columns[0])
     full: dict[str, list[Any]] = {}
     for name, (present, values) in memory.items():
