@@ -41,6 +41,8 @@ BENCHES: dict[str, Bench] = {
                           "docs/benchmarks.md", 5),
     "bench_load": Bench("soul.json load time into a queryable graph, against the one-by-one load",
                         "docs/benchmarks.md", 3),
+    "bench_load_image": Bench("a large soul's load with and without its load image (parsed, first start, from the "
+                              "image)", "docs/decisions/load-image.md", 3),
     "bench_mcp": Bench("MCP start-up and per-tool latency, against an SDK server doing nothing",
                        "docs/benchmarks.md", 10),
     "bench_first_answer": Bench("a fresh MCP server's first answers at 100,000 memories, against a base revision "

@@ -17,7 +17,7 @@ The floor is the SDK's do-nothing server (one `echo` tool), started the same way
 `tools/list`. Each tree's first start (the first round: nothing beside the soul yet, as after a
 new snapshot) is shown apart from its restarts (the later rounds, medians: what a server started
 again on the same soul, as at each Hermes session, waits for); the files a server leaves beside
-its soul (the word index's image) stay there for its restarts. Without the vectors: their load runs in the background
+its soul (the load image) stay there for its restarts. Without the vectors: their load runs in the background
 and no answer waits for it (a question searches by words meanwhile), so it is left out.
 """
 

@@ -119,9 +119,12 @@ def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEI
     `images`: where a large snapshot's load image is kept (`engine/load_image.py`). The graph
     comes from the image when it was made from these very bytes; otherwise from the bytes, and
     a snapshot of `IMAGE_FROM` memories or more leaves a new image there for the next load."""
-    made_from = load_image.key(raw) if images is not None else b""
-    if images is not None:
-        kept = load_image.read(images.read(), made_from, MISSING)
+    made_from = b""  # the key hashes the whole snapshot: made only when an image is read or written
+    image = images.read() if images is not None else None
+    if image:
+        made_from = load_image.key(raw)
+        kept = load_image.read(image, made_from, MISSING)
+        del image
         if kept is not None:
             try:
                 graph = load_graph_from_image(kept, clock=clock, recency_weight=recency_weight)
@@ -159,7 +162,7 @@ def decode(raw: bytes, clock: Clock, recency_weight: float = DEFAULT_RECENCY_WEI
     keep = None
     if images is not None and len(nodes) >= load_image.IMAGE_FROM:
         header = {"schema": schema, "seq": seq, "next_id": next_id, "exploration": exploration, "audit": audit}
-        keep = partial(_keep_image, images, made_from, header)
+        keep = partial(_keep_image, images, made_from or load_image.key(raw), header)
     try:
         graph = load_graph(nodes, next_id=next_id, exploration=exploration, clock=clock,
                            recency_weight=recency_weight, consume=True, on_indexed=keep)

@@ -229,11 +229,11 @@ class SoulFile:
             raise SoulFileError(self.path, f"cannot be read ({_os_reason(exc)})") from None
         else:
             try:
+                sig, size = _signature(st), len(raw)
                 graph, schema, seq = snapshot.decode(raw, self.clock, self.recency_weight,
-                                                     ImageFile(self.path, _signature(st), writable=self.keep_image))
+                                                     ImageFile(self.path, sig, writable=self.keep_image))
             except SnapshotError as exc:
                 raise SoulFileError(self.path, f"{exc}; left untouched") from None
-            sig, size = _signature(st), len(raw)
             del raw
         graph.strength_half_life = self.strength_half_life
         # Every write to a graph this store holds passes the write guard (memory/guard.py, installed
@@ -732,21 +732,22 @@ class SoulFile:
                     backup.unlink()
                     self.warnings.append(f"{backup}: removed (it held a forgotten memory)")
             except OSError as exc:
-                raise ForgetIncomplete(backup, f"may hold the forgotten text and could not be checked or removed "
-                                               f"({_os_reason(exc)}); the memory is gone from {self.path.name}, "
-                                               "but the forget is not complete until this file is deleted") from None
-
+                raise self._not_forgotten(backup, "checked or removed", exc) from None
         # The load image holds every memory of a snapshot that is no longer the soul's: it goes
         # whatever it holds, and the next load makes a new one (store/image_file.py).
+        image = image_path(self.path)
         try:
-            if image_path(self.path).exists():
-                os.unlink(image_path(self.path))
+            if image.exists():
+                image.unlink()
         except FileNotFoundError:
-            pass
+            pass  # another process removed it meanwhile
         except OSError as exc:
-            raise ForgetIncomplete(image_path(self.path), f"may hold the forgotten text and could not be removed "
-                                                          f"({_os_reason(exc)}); the memory is gone from {self.path.name}, "
-                                                          "but the forget is not complete until this file is deleted") from None
+            raise self._not_forgotten(image, "removed", exc) from None
+
+    def _not_forgotten(self, copy: Path, what: str, exc: OSError) -> "ForgetIncomplete":
+        return ForgetIncomplete(copy, f"may hold the forgotten text and could not be {what} ({_os_reason(exc)}); "
+                                      f"the memory is gone from {self.path.name}, but the forget is not complete "
+                                      "until this file is deleted")
 
     def _back_up_old_schema(self) -> None:
         """Before the first rewrite in a new schema: soul.json and its journal as they were,
