@@ -55,6 +55,9 @@ BENCHES: dict[str, Bench] = {
                          "docs/benchmarks.md, docs/soul-graph.md", 30),
     "bench_rss": Bench("an MCP server's resident memory after writes, against a base revision",
                        "docs/benchmarks.md, docs/decisions/lean-memory.md", 10),
+    "bench_prefetch_block": Bench("the prefetch block on LoCoMo: a share of the budget per memory against whole lines "
+                                  "with the last cut (evidence, answer words, build time)",
+                                  "docs/decisions/prefetch-block.md", 1, SHARED),
     "bench_provider": Bench("what the memory provider adds to a Hermes turn, against a provider doing nothing",
                             "docs/memory-provider.md, docs/benchmarks.md", 5, HERMES),
     "bench_tokens": Bench("characters the model receives from each soul tool, through Hermes",

@@ -281,28 +281,35 @@ def provider_shares(conversations: list[dict], models: list) -> dict[str, float]
     the stage and with that fold's networks; prints a table, returns the shares over all."""
     print("\nThrough the memory provider (each conversation held out in turn; the share of evidence in the block "
           f"prefetch injects, at most {memory_service.RECALL_LIMIT} memories in {memory_service.RECALL_BUDGET:,} characters):\n")
-    print("| held out | questions | without the stage | with the stage | memories injected | recall p50 ms |\n"
-          "|---|---:|---:|---:|---|---|")
+    print("| held out | questions | without the stage | with the stage | memories injected | answer words | recall p50 ms |\n"
+          "|---|---:|---:|---:|---|---|---|")
     kept = memory_service.PREFETCH_STAGE, rerank.shipped
     totals: dict[str, list[float]] = {"without": [], "with": []}
+    answered: dict[str, list[float]] = {"without": [], "with": []}
     try:
         for held, model in zip(conversations, models):
             rerank.shipped = lambda model=model: model
-            got, items, p50 = {}, {}, {}
+            got, items, p50, found = {}, {}, {}, {}
             for name, on in (("without", False), ("with", True)):
                 memory_service.PREFETCH_STAGE = on
                 run = provider.replay([held["sample"]], direct=False)
                 got[name] = [provider.recall_at(q, provider.METHOD, run["limit"]) for q in run["questions"]]
                 items[name] = statistics.mean(run["injected_items"])
                 p50[name] = statistics.median(run["latencies"]) * 1000
+                found[name] = statistics.mean(run["answer_words"])
                 totals[name] += got[name]
+                answered[name] += run["answer_words"]
             print(f"| {held['name']} | {len(got['with'])} | {statistics.mean(got['without']):.3f} | "
                   f"{statistics.mean(got['with']):.3f} | {items['without']:.1f} → {items['with']:.1f} | "
-                  f"{p50['without']:.2f} → {p50['with']:.2f} |")
+                  f"{found['without']:.3f} → {found['with']:.3f} | {p50['without']:.2f} → {p50['with']:.2f} |")
     finally:
         memory_service.PREFETCH_STAGE, rerank.shipped = kept
     shares = {name: statistics.mean(values) for name, values in totals.items()}
-    print(f"| **all** | {len(totals['with'])} | {shares['without']:.3f} | {shares['with']:.3f} | | |")
+    words = {name: statistics.mean(values) for name, values in answered.items()}
+    print(f"| **all** | {len(totals['with'])} | {shares['without']:.3f} | {shares['with']:.3f} | | "
+          f"{words['without']:.3f} → {words['with']:.3f} | |")
+    print("\nanswer words: the share of each written answer's words (LoCoMo's `answer`; the adversarial "
+          "questions have none) that the block holds")
     return shares
 
 

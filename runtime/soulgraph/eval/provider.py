@@ -7,7 +7,9 @@ as the user's words (`Speaker: text`, one Hermes session per LoCoMo session); ea
 with `consolidate`, as `on_session_end` does. Then every question is asked through `recall`,
 the text `prefetch` would inject before the turn (at most `limit` memories within `budget`
 characters), and scored on what was injected: a turn memory counts as its LoCoMo turn, a
-memory consolidation promoted from a turn counts as that turn.
+memory consolidation promoted from a turn counts as that turn. Since a long memory may be shown
+in part (memory/snippets.py), the text is checked too: the share of each written answer's words
+that the block holds ("answer words").
 
 Who shares a soul (`users`):
 
@@ -33,6 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from soulgraph.engine.index import words
 from soulgraph.eval.locomo import _sessions, replay_locomo, scorable_questions, turn_text
 from soulgraph.eval.ledger import LedgerProblems
 from soulgraph.eval.scoring import Question, reciprocal_rank, recall_at
@@ -72,6 +75,7 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
     latencies: list[float] = []
     injected_chars: list[int] = []
     injected_items: list[int] = []
+    answer_words: list[float] = []  # per question with a written answer: the share of its words in the block
     revisions: list[dict[str, Any]] = []
     memory_turns: dict[str, str] = {}  # memory id -> the LoCoMo turn it holds (ids are per soul)
     started = time.perf_counter()
@@ -140,6 +144,9 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
                     latencies.append(time.perf_counter() - t0)
                     injected_chars.append(len(answer["text"]))
                     injected_items.append(len(answer["ids"]))
+                    asked = written_answer(sample, subject)
+                    if asked:
+                        answer_words.append(len(asked & words(answer["text"])) / len(asked))
                     ranked = []
                     for i in answer["ids"]:
                         if owner.get(i, where) != where:  # another user's memory: a place taken, no answer
@@ -158,8 +165,19 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
             if other is not None:
                 question.ranks.update(other.ranks)
     return {"questions": questions, "stats": stats, "seconds": seconds, "latencies": latencies,
-            "injected_chars": injected_chars, "injected_items": injected_items, "budget": budget, "limit": limit,
+            "injected_chars": injected_chars, "injected_items": injected_items, "answer_words": answer_words, "budget": budget, "limit": limit,
             "users": users, "direct": direct, "revisions": revisions, "memory_turns": memory_turns}
+
+
+def written_answer(sample: dict[str, Any], subject: str) -> set[str]:
+    """The searchable words of the answer LoCoMo writes for a question ("<where> q<number>");
+    empty for one without (the adversarial questions give none)."""
+    try:
+        qa = sample["qa"][int(subject.rsplit(" q", 1)[1])]
+    except (KeyError, IndexError, ValueError, TypeError):
+        return set()
+    answer = qa.get("answer") if isinstance(qa, dict) else None
+    return words(str(answer)) if isinstance(answer, (str, int, float)) else set()
 
 
 def compare(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int = RECALL_LIMIT) -> dict[str, Any]:
@@ -229,6 +247,8 @@ def text(source: str, result: dict[str, Any]) -> str:
              f"Injected per question (budget {result['budget']:,} characters, at most {result['limit']} memories): "
              f"{_mean(result['injected_items']):.1f} memories, {_mean(result['injected_chars']):,.0f} characters on average; "
              f"recall p50 {_pct(result['latencies'], 0.5) * 1e3:.2f} ms, p99 {_pct(result['latencies'], 0.99) * 1e3:.2f} ms",
+             f"Answer words in the block: {_mean(result['answer_words']):.3f} of each written answer's words "
+             f"({len(result['answer_words']):,} questions with one)",
              ""]
     if stats["injected from another conversation"]:
         lines.insert(2, f"Memories of another conversation injected: {stats['injected from another conversation']:,}")

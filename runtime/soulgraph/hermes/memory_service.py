@@ -51,8 +51,9 @@ from typing import Any, Callable, TextIO
 from soulgraph import __version__
 from soulgraph.engine import record
 from soulgraph.engine.graph import ACTIVE, SoulGraph
+from soulgraph.engine.index import words
 from soulgraph.hermes import consolidate as consolidation, turns
-from soulgraph.memory import entities, flagged, lifecycle, ranking, scopes, snapshot, updates, upkeep
+from soulgraph.memory import entities, flagged, lifecycle, ranking, scopes, snapshot, snippets, updates, upkeep
 from soulgraph.memory.write import RefusedMemory, remember
 from soulgraph.store import SoulFile, SoulFileError, default_soul_file
 from soulgraph.store.vectors import VectorStore, vectors_path
@@ -341,25 +342,19 @@ class MemoryService:
         # holding a value the question asks with a later statement of another: the newer stands
         # right above it, in the place of the last hit if need be.
         shown_nodes = _with_changers(graph, query, [h.node for h in hits], int(limit), shown_here)
-        lines, ids, used = [], [], 0
         # Lines holding the kind of value the question asks for ("when": a date) come first; a
         # newer value for what it asks stands above an older one, and the older one's line names
         # it (memory/updates.py): both are kept, the model sees which is later.
         shown_nodes = updates.answers_first(query, shown_nodes)
         later = updates.later_values(query, shown_nodes)
-        for node in updates.newer_first(query, shown_nodes, later):
-            day = time.strftime("%Y-%m-%d", time.gmtime(node.seen_at))
-            body = " ".join(node.content.split())
-            line = f"- [{day}, {node.kind}{_since_updated(graph, node)}{_later_said(node, later)}] {body}"
-            if used + len(line) + 1 > budget:
-                room = int(budget) - used - 1
-                if room < 40:
-                    break
-                line = line[: room - 1] + "…"
-            lines.append(line)
-            ids.append(node.id)
-            used += len(line) + 1
-        return {"text": "\n".join(lines), "ids": ids}
+        shown_nodes = list(updates.newer_first(query, shown_nodes, later))
+        heads = [f"- [{time.strftime('%Y-%m-%d', time.gmtime(node.seen_at))}, {node.kind}"
+                 f"{_since_updated(graph, node)}{_later_said(node, later)}] " for node in shown_nodes]
+        # Each memory a fair share of the budget, a long one by its sentences that hold the
+        # question's words (memory/snippets.py): one long turn does not push out the rest.
+        asked = {word: graph.index.idf(word) for word in words(query)}
+        fitted = snippets.fit(heads, [node.content for node in shown_nodes], int(budget), asked)
+        return {"text": "\n".join(line for _i, line in fitted), "ids": [shown_nodes[i].id for i, _line in fitted]}
 
     def status(self) -> dict[str, Any]:
         graph = self.graph()
