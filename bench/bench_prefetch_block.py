@@ -36,8 +36,8 @@ from soulgraph.memory import snippets  # noqa: E402
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 
 
-def whole_lines(heads: Sequence[str], texts: Sequence[str], budget: int, asked: Mapping[str, float],
-                min_line: int = 0) -> list[tuple[int, str]]:
+def whole_lines(heads: Sequence[str], texts: Sequence[str], budget: int,
+                asked: Mapping[str, float]) -> list[tuple[int, str]]:
     """The block before memory/snippets.py: whole lines, best first, the one that reaches the
     budget cut to it (left out below 40 characters of room), none after it."""
     lines, used = [], 0
@@ -58,10 +58,10 @@ FORMS = {"a share each (shipped)": snippets.fit, "whole lines, the last cut": wh
 
 def replay(data: list, form, inputs: list | None = None) -> dict:
     """One provider replay with `form` building every block; `inputs` collects each block's."""
-    def building(heads, texts, budget, asked, *rest):
+    def building(heads, texts, budget, asked):
         if inputs is not None:
             inputs.append((list(heads), list(texts), budget, dict(asked)))
-        return form(heads, texts, budget, asked, *rest)
+        return form(heads, texts, budget, asked)
 
     kept = snippets.fit
     snippets.fit = building

@@ -96,6 +96,7 @@ def test_a_block_never_exceeds_its_budget_and_shows_only_the_memories_words(text
         pieces = [piece.strip() for piece in line[len(heads[i]):].split("…") if piece.strip()]
         assert pieces and all(piece in snippets.flat(texts[i]) for piece in pieces), (line, texts[i])
 
+
 def test_prefetch_shows_every_memory_when_one_long_turn_comes_first(tmp_path):
     service = MemoryService(SoulFile(tmp_path / "soul.json"), embed=False)
     long_user = FILLER * 6 + "Our staging database is db-7 in Frankfurt. " + FILLER * 4

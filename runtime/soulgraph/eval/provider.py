@@ -165,7 +165,8 @@ def replay(data: list[dict[str, Any]], budget: int = RECALL_BUDGET, limit: int =
             if other is not None:
                 question.ranks.update(other.ranks)
     return {"questions": questions, "stats": stats, "seconds": seconds, "latencies": latencies,
-            "injected_chars": injected_chars, "injected_items": injected_items, "answer_words": answer_words, "budget": budget, "limit": limit,
+            "injected_chars": injected_chars, "injected_items": injected_items, "answer_words": answer_words,
+            "budget": budget, "limit": limit,
             "users": users, "direct": direct, "revisions": revisions, "memory_turns": memory_turns}
 
 
