@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
+from soulgraph.engine.index import words
 from soulgraph.hermes.memory_service import MemoryService
 from soulgraph.memory import snippets
 from soulgraph.store import SoulFile
@@ -15,7 +16,8 @@ FILLER = ("Hey, how have you been lately? It has been such a long week at work f
 
 
 def weights(*asked: str) -> dict[str, float]:
-    return dict.fromkeys(asked, 1.0)
+    """The question's words as the index keys them (stemmed), each weighing 1."""
+    return dict.fromkeys(words(" ".join(asked)), 1.0)
 
 
 def test_lines_that_fit_are_shown_whole_in_their_order():

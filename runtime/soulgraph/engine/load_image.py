@@ -59,7 +59,8 @@ def key(snapshot: bytes) -> bytes:
     """What a load of these snapshot bytes depends on, in 20 bytes (SHA-1: a check against
     accidents, not against someone who can write the soul's folder anyway)."""
     settings = (FORMAT, __version__, index_module.SETS_DROPPED_FROM, index_module.POSTING_SET_FROM,
-                index_module.MASK_SHARE, index_module.MASK_MIN_DF, sorted(index_module.STOPWORDS))
+                index_module.MASK_SHARE, index_module.MASK_MIN_DF, sorted(index_module.STOPWORDS),
+                index_module.STEMMER)
     digest = hashlib.sha1(repr(settings).encode(), usedforsecurity=False)
     digest.update(snapshot)
     return digest.digest()
