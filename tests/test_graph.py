@@ -5,6 +5,7 @@ import math
 import pytest
 
 from soulgraph.engine.graph import DAY, CycleError, SoulGraph, SoulGraphError, UnknownNode
+from soulgraph.engine.index import words
 
 
 class Clock:
@@ -127,6 +128,18 @@ def test_query_weights_rare_words_and_respects_recency_weight(graph, clock):
     top_without = graph.query("note", 1, recency_weight=0)[0].node.id
     assert top_with == common[7].id
     assert top_without == min(n.id for n in common)
+
+
+def test_a_question_finds_another_form_of_its_words(graph):
+    """The index keys words by their stems: "camped" finds "camping", "run" finds "running"."""
+    for other in ("Melanie: the beach was cold this morning", "Caroline: db7 and db8 are the staging databases"):
+        graph.add(other)  # as near the question but for the word's form, and first on any tie
+    camping = graph.add("Melanie: my family went camping at the beach")
+    hobby = graph.add("Caroline: I have been running farther every week")
+    assert [hit.node.id for hit in graph.query("where has Melanie camped?", 1)] == [camping.id]
+    assert [hit.node.id for hit in graph.query("how far does Caroline run?", 1)] == [hobby.id]
+    assert words("camped camping camps") == {"camp"}
+    assert words("db7 ran 3D") == {"db7", "ran", "3d"}  # digits and short words as they are
 
 
 def test_query_with_hint_and_tag(graph):

@@ -229,6 +229,21 @@ def test_an_image_made_with_other_thresholds_is_not_used(tmp_path, small_images,
     same_graphs(graph, load(path), QUESTIONS)  # and the image written again is of these forms
 
 
+def test_an_image_made_under_another_stemmer_is_not_used(tmp_path, small_images, monkeypatch):
+    """The image keeps the index's words by their stems: another stemmer's forms are no use."""
+    path = tmp_path / "soul.json"
+    soul_of(path)
+    load(path)
+    monkeypatch.setattr(index_module, "STEMMER", "none: every word as it is")
+    monkeypatch.setattr(index_module, "stem", lambda word: word)
+    monkeypatch.setattr(index_module, "_forms", {})
+    calls, counting = counting_builds()
+    with counting:
+        graph = load(path)
+    assert calls
+    same_graphs(graph, load(path), QUESTIONS)
+
+
 @pytest.mark.parametrize("damage", ["torn", "garbage", "empty", "columns"])
 def test_a_damaged_image_is_made_again(tmp_path, small_images, damage):
     path = tmp_path / "soul.json"
