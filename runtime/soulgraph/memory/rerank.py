@@ -66,66 +66,96 @@ def features(graph: SoulGraph, text: str, ranked: Sequence[Hit], vectors: Any,
 
     index = vectors.index
     question = vectors.question_vector(text)
-    # Sums of idf go through math.fsum, exact whatever the order: a plain sum in a set's order
-    # would vary in its last bit from one process to the next (string hashing is seeded per
-    # process), and so would a near-tie between candidates.
     idf = {word: graph.index.idf(word) for word in words(text)}
-    total = math.fsum(idf.values()) or 1.0
-    asked = idf.keys()
+    shares = _Shares(idf)
     span = when.window(text, graph.clock())
     named = {token.strip(".,;:!?\"'()").lower() for token in text.replace("'s ", " ").split()}
     siblings = hybrid.siblings_of(graph)
-    around = siblings.around
     nodes = graph.nodes
     member = graph.index.membership()
 
     def usable(found: list[str]) -> str | None:
-        return next((i for i in found if member(i) and i not in exclude), None)
+        for node_id in found:
+            if member(node_id) and node_id not in exclude:
+                return node_id
+        return None
 
     shown = [hit.node.id for hit in ranked]
-    before = [usable(around(node_id)[0]) for node_id in shown]
-    after = [usable(around(node_id)[1]) for node_id in shown]
+    before, after = [], []
+    for node_id in shown:
+        up, down = siblings.around(node_id)
+        before.append(usable(up))
+        after.append(usable(down))
     sittings = [[i for i in siblings.sitting(node_id, SITTING_REACH) if member(i) and i not in exclude]
                 for node_id in shown]
     context = list(dict.fromkeys(i for i in chain(shown, before, after) if i is not None))
     everyone = list(dict.fromkeys(chain(context, chain.from_iterable(sittings))))
-    rows = [index.row_of.get(node_id, -1) for node_id in everyone]
+    row_of = index.row_of
+    rows = [row_of.get(node_id, -1) for node_id in everyone]
     have = np.array([row >= 0 for row in rows], bool)
     cosines = np.zeros(len(everyone))
     if have.any():
         cosines[have] = index.scores(np.array([row for row in rows if row >= 0], np.intp), question)
     cosine = dict(zip(everyone, cosines.tolist()))
-    held_words = {node_id: _words_of(nodes[node_id].content) for node_id in context}
-    share = {node_id: math.fsum(map(idf.__getitem__, asked & held)) / total for node_id, held in held_words.items()}
+    cosine[None] = 0.0  # no neighbour
+    held = {node_id: shares.held(nodes[node_id].content) for node_id in context}  # bits of the question's words
+    held[None] = 0
     place_of = {node_id: place for place, node_id in enumerate(shown)}
 
     kind = _answer_kind(text)
     top = ranked[0].score if ranked and ranked[0].score else 1.0
-    out = np.zeros((len(ranked), len(FEATURES)))
-    own = len(FEATURES) - len(_PLACES)  # the columns each candidate has alone
+    share = shares.share
+    own = []  # each candidate's columns that need no other candidate
     for place, hit in enumerate(ranked):
         node = hit.node
+        up, down = before[place], after[place]
         speaker, log_words, asks, has_time, has_number = _read(node.content)
-        near = [i for i in (before[place], after[place]) if i is not None]
-        around_words = held_words[node.id].union(*(held_words[i] for i in near))
-        talk = sorted(map(cosine.__getitem__, chain((node.id,), sittings[place])), reverse=True)
-        out[place, :own] = (
+        talk = sorted([cosine[node.id]] + [cosine[i] for i in sittings[place]], reverse=True)
+        own.append((
             1.0 / (1 + place), hit.score / top,
-            cosine[node.id], cosine.get(before[place], 0.0), cosine.get(after[place], 0.0),
-            share[node.id], share.get(before[place], 0.0), share.get(after[place], 0.0),
+            cosine[node.id], cosine[up], cosine[down],
+            share(held[node.id]), share(held[up]), share(held[down]),
             float(bool(speaker) and speaker in named),
             float(span is not None and hybrid.in_span(node, span)),
             log_words, float(asks),
             float(kind is _TIME and has_time), float(kind is _NUMBER and has_number),
-            float(before[place] is not None and _read(nodes[before[place]].content)[2]),
-            math.fsum(map(idf.__getitem__, asked & around_words)) / total,
+            float(up is not None and _read(nodes[up].content)[2]),
+            share(held[node.id] | held[up] | held[down]),
             # the other candidates in its conversation, each by its place in recall's order
             sum(1.0 / (1 + place_of[i]) for i in sittings[place] if i in place_of),
-            talk[0], sum(talk[:3]) / len(talk[:3]))
+            talk[0], sum(talk[:3]) / len(talk[:3])))
+    alone = len(FEATURES) - len(_PLACES)
+    out = np.zeros((len(ranked), len(FEATURES)))
+    out[:, :alone] = np.array(own, np.float64).reshape(len(ranked), alone)
     for column, source in _PLACES.items():  # its place among the candidates by one column alone
         order = np.argsort(-out[:, FEATURES.index(source)], kind="stable")
         out[order, FEATURES.index(column)] = 1.0 / (1.0 + np.arange(len(ranked)))
     return out
+
+
+class _Shares:
+    """The share of a question's idf that a memory's words hold. A memory's match is a bitmask
+    over the question's words, and each mask's share is summed once per question. The sums go
+    through math.fsum, exact whatever the order: a plain sum in a set's order would vary in its
+    last bit from one process to the next (string hashing is seeded per process), and so would
+    a near-tie between candidates."""
+
+    def __init__(self, idf: dict[str, float]):
+        self.idf = list(idf.values())
+        self.total = math.fsum(self.idf) or 1.0
+        self.bits = {word: 1 << bit for bit, word in enumerate(idf)}
+        self.asked = frozenset(idf)
+        self._sums: dict[int, float] = {0: 0.0}
+
+    def held(self, content: str) -> int:
+        """The bits of the question's words the text holds."""
+        return sum(map(self.bits.__getitem__, self.asked & _words_of(content)))
+
+    def share(self, mask: int) -> float:
+        found = self._sums.get(mask)
+        if found is None:
+            found = self._sums[mask] = math.fsum(v for bit, v in enumerate(self.idf) if mask >> bit & 1) / self.total
+        return found
 
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
