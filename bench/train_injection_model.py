@@ -35,6 +35,10 @@ The default folds are drawn per text, as the held-out split is (by a hash of the
 they are the estimate for it; the grouped ones are the estimate for prompts of a new kind.
 The Hermes prompts always go to folds by the file they come from, so each is judged by a model
 that saw none of its file's wording (`--prompt-weight 0` measures them without training on them).
+
+`--per-source N` reads at most N texts of each benign source outside `--data`, from their first
+files: a check that the script runs end to end in seconds (the tests use it), never a model to
+ship, so it refuses to write over the shipped file.
 """
 
 from __future__ import annotations
@@ -69,7 +73,9 @@ def read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def chatterbot_lines() -> list[str]:
+def chatterbot_lines(limit: int | None = None) -> list[str]:
+    """The corpus's dialogue lines of 8 characters or more, each once; with `limit`, the first
+    files' lines, `limit` at most."""
     spec = importlib.util.find_spec("chatterbot_corpus")
     if spec is None or not spec.submodule_search_locations:
         sys.exit("train_injection_model: the ChatterBot corpus is missing: pip install chatterbot-corpus pyyaml")
@@ -86,7 +92,9 @@ def chatterbot_lines() -> list[str]:
             for line in conversation or []:
                 if isinstance(line, str) and len(line.strip()) >= 8:
                     lines.append(line.strip())
-    return sorted(set(lines))
+        if limit is not None and len(set(lines)) >= limit:
+            break
+    return sorted(set(lines))[:limit]
 
 
 # Standard-library modules whose source is full of benign talk about passwords, tokens, keys and
@@ -97,8 +105,9 @@ STDLIB_MODULES = ("getpass", "smtplib", "ftplib", "imaplib", "poplib", "netrc", 
                   "json/encoder", "email/utils", "xmlrpc/client", "sqlite3/__init__", "unittest/mock", "os")
 
 
-def stdlib_lines(count: int = 4000) -> list[str]:
-    """Lines of the standard library's source (code and comments), a sample fixed by its seed."""
+def stdlib_lines(count: int = 4000, quick: bool = False) -> list[str]:
+    """Lines of the standard library's source (code and comments), a sample fixed by its seed.
+    `quick`: the worded lines from the first files that hold enough, not the whole library's."""
     import sysconfig
 
     folder = Path(sysconfig.get_paths()["stdlib"])
@@ -122,6 +131,8 @@ def stdlib_lines(count: int = 4000) -> list[str]:
             line = line.strip().lstrip("#").strip()
             if 12 <= len(line) <= 300 and words.search(line):
                 worded.append(line)
+        if quick and len(worded) >= count:
+            break
     rng = random.Random(20261202)
     lines, worded = sorted(set(lines)), sorted(set(worded))
     rng.shuffle(lines)
@@ -230,10 +241,10 @@ def default_soul(site: Path) -> str:
     sys.exit("train_injection_model: hermes_cli/default_soul.py has no DEFAULT_SOUL_MD")
 
 
-def hermes_prompts(site: Path) -> list[tuple[str, str]]:
+def hermes_prompts(site: Path, limit: int | None = None) -> list[tuple[str, str]]:
     """(file, piece) for the prompts and skills of the installed Hermes (see PROMPT_NAME), each
     piece once, under the first file it is found in; none that holds a sentence of the default
-    SOUL.md or is part of it."""
+    SOUL.md or is part of it. With `limit`: the first files' pieces, `limit` at most."""
     held_out = " ".join(default_soul(site).split()).lower()
     soul_sentences = [s.lower() for s in SENTENCE_END.split(held_out)]
     record = next(site.glob("hermes_agent-*.dist-info"))
@@ -250,6 +261,8 @@ def hermes_prompts(site: Path) -> list[tuple[str, str]]:
             continue
         texts += [(name, s) for s in _prompt_strings(path.read_text(encoding="utf-8", errors="replace"))
                   if len(s.split()) >= 5]
+        if limit is not None and len(texts) >= limit:
+            break
     for path in sorted(site.rglob("SKILL.md")):
         body = path.read_text(encoding="utf-8", errors="replace")
         if body.startswith("---"):  # the front matter's description is prose too
@@ -264,7 +277,7 @@ def hermes_prompts(site: Path) -> list[tuple[str, str]]:
             if (_prose(piece) and piece not in seen and low not in held_out
                     and not any(s in low for s in soul_sentences)):
                 seen[piece] = name
-    return [(name, piece) for piece, name in seen.items()]
+    return [(name, piece) for piece, name in seen.items()][:limit]
 
 
 def locomo_turns(path: Path) -> list[str]:
@@ -278,19 +291,23 @@ def locomo_turns(path: Path) -> list[str]:
     return turns
 
 
-def training_set(data: Path) -> tuple[list[dict], list[str], np.ndarray, list[str | None], list[str]]:
+def training_set(data: Path, per_source: int | None = None
+                 ) -> tuple[list[dict], list[str], np.ndarray, list[str | None], list[str]]:
     """The injections' records, every training text (injections first), their labels, each
-    benign text's group (None for an injection), and LoCoMo's turns (for false positives only)."""
+    benign text's group (None for an injection), and LoCoMo's turns (for false positives only).
+    `per_source`: at most that many texts from each benign source that is not in `data`."""
     poison = data / "poison"
     injections = read_jsonl(poison / "injections-dev.jsonl")
     benign = read_jsonl(poison / "benign_tricky-dev.jsonl")
     titles = [task["title"] for path in sorted(glob.glob(str(data / "ledgers" / "*.json")))
               for task in json.loads(Path(path).read_text(encoding="utf-8"))]
     negatives = ([("benign_tricky", r["text"]) for r in benign] + [("ledger titles", t) for t in titles]
-                 + [("chatterbot", t) for t in chatterbot_lines()]
-                 + [("benign_chat", t) for t in benign_chat.sentences()]
-                 + [("stdlib source", t) for t in stdlib_lines()])
-    prompts = hermes_prompts(hermes_site_packages())
+                 + [("chatterbot", t) for t in chatterbot_lines(per_source)]
+                 + [("benign_chat", t) for t in (benign_chat.sentences() if per_source is None
+                                                 else benign_chat.sentences(per_source)[:per_source])]
+                 + [("stdlib source", t) for t in (stdlib_lines() if per_source is None
+                                                   else stdlib_lines(per_source, quick=True)[:per_source])])
+    prompts = hermes_prompts(hermes_site_packages(), per_source)
     negatives += [("hermes prompts", t) for _, t in prompts]
     texts = [r["text"] for r in injections] + [t for _, t in negatives]
     # the Hermes prompts go to folds by the file they come from (`fold_assignment`): one file's
@@ -463,10 +480,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group-translations", action="store_true",
                         help="folds that keep each PurpleLlama injection variant (and so its translations) together")
     parser.add_argument("--no-write", action="store_true", help="cross-validate and report only")
+    parser.add_argument("--per-source", type=int, metavar="N",
+                        help="at most N texts of each benign source beside --data (chatterbot, benign chat, the "
+                             "standard library, Hermes' prompts), read from their first files: a quick check that "
+                             "the script runs, never a model to ship (it needs --out or --no-write)")
     args = parser.parse_args(argv)
+    if args.per_source is not None:
+        if args.per_source < 1:
+            parser.error(f"--per-source must be 1 or more, not {args.per_source}")
+        if not args.no_write and args.out.resolve() == classifier.MODEL_PATH.resolve():
+            parser.error(f"--per-source trains on a sample: give --out (not the shipped {classifier.MODEL_PATH.name}) "
+                         "or --no-write")
     started = time.perf_counter()
 
-    injections, texts, y, groups, turns = training_set(args.data)
+    injections, texts, y, groups, turns = training_set(args.data, args.per_source)
     positives = [r["text"] for r in injections]
     print(f"training texts: {len(positives)} injections; negatives: "
           + ", ".join(f"{g} {c}" for g, c in collections.Counter(groups[len(positives):]).items())
