@@ -25,6 +25,22 @@ def pytest_configure(config):
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# The files that take longest (`--durations` on the 2-core CI machine, slowest first). ./run-tests
+# hands files to its workers in collection order (--no-loadscope-reorder; xdist's own order puts
+# files of many tests first), so these start first and no worker is left with a long file at the
+# end while the other waits.
+SLOW_FILES = ("test_doc_samples.py", "test_fleet_faults_lab.py", "test_fleet_lab.py", "test_tutorial.py",
+              "test_store_model.py", "test_graph_properties.py", "test_hermes_provider_loop.py",
+              "test_fleet_soul_collect_lab.py", "test_agent_surface.py", "test_fleet_memory_lab.py",
+              "test_hermes_provider.py", "test_bootstrap_lab.py", "test_fleet_memories_web_lab.py",
+              "test_soul_fleet_lab.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: place for place, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))  # stable: the rest keep their order
+
+
 def skip_or_fail(reason: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"CI must be able to run this: {reason}")
