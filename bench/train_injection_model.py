@@ -562,7 +562,8 @@ def main(argv: list[str] | None = None) -> int:
         "bias": round(float(b), 4),
         "unknown_weight": args.unknown_weight,
         "features": len(weights),
-        "settings": {**settings, "folds": args.folds, "group_translations": args.group_translations},
+        "settings": {**settings, "folds": args.folds, "group_translations": args.group_translations,
+                     **({} if args.per_source is None else {"per_source": args.per_source})},  # a sample says so
         "cross_validated": figures,
         "weights": weights,
     }
