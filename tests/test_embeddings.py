@@ -791,6 +791,27 @@ def test_a_question_is_searched_halfway_between_the_stores_weights_and_the_model
     assert not store.question_vector("").any()  # no word: zeros, never a division by zero
 
 
+def test_a_questions_vector_is_made_again_once_the_stores_words_change():
+    """Recall and its reranking stage ask for one question's vector in turn, and the second gets
+    the first's; a memory added or removed changes the store's weights, and so the vector."""
+    graph = _graph_with([f"Melanie: note number {n} about the garden" for n in range(30)]
+                        + ["Caroline: We adopted a puppy last spring"])
+    store = VectorStore(None, background=False)
+    assert store.ready(graph)
+    first = store.question_vector("What did Melanie adopt?")
+    assert store.question_vector("What did Melanie adopt?") is first
+    assert not first.flags.writeable  # handed out twice: nobody may change it in place
+    for n in range(30):
+        graph.add(f"Caroline: another puppy story {n}")
+    store.ready(graph)
+    again = store.question_vector("What did Melanie adopt?")
+    assert again is not first and not np.allclose(again, first)  # "Melanie" is rarer now
+    graph.remove("n1")
+    store.ready(graph)
+    assert store.question_vector("What did Melanie adopt?") is not again  # a removal too
+    assert store.question_vector("Who adopted a puppy?") is not store.question_vector("What did Melanie adopt?")
+
+
 def test_the_vectors_file_is_written_again_after_enough_changes(tmp_path, monkeypatch):
     from soulgraph.store import vectors
 

@@ -248,6 +248,7 @@ class VectorIndex:
         self.cell_coords: list[Any] = []  # ... and their shortlist coordinates, contiguous (read in one pass)
         self.changes = 0  # bumped when a row gets or loses its node: what maps ids to rows starts again
         self.writes = 0  # bumped before any row is written: a reader of the rows in another thread checks it
+        self.counted = 0  # bumped when the token counts change: a question's store weights start again
 
     @classmethod
     def from_rows(cls, ids: Sequence[str], marks: Any, matrix: Any, vocabulary: int = 0,
@@ -447,6 +448,7 @@ class VectorIndex:
         if len(ids):
             np.add.at(self.token_counts, ids, 1)
             self.total_tokens += len(ids)
+            self.counted += 1
         end = self._tokens_used + len(ids)
         if end > len(self.token_ids):
             self._compact_tokens()
@@ -476,6 +478,7 @@ class VectorIndex:
             start = int(self.token_start[row])
             np.subtract.at(self.token_counts, self.token_ids[start : start + count], 1)
             self.total_tokens -= count
+            self.counted += 1
             self._tokens_dead += count
         self.token_count[row] = -1
 

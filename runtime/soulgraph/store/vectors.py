@@ -90,6 +90,9 @@ class VectorStore:
         self._skip_for: AbstractSet[str] | None = None
         self._skip_key: tuple | None = None
         self._skip_rows: Any = None
+        # `question_vector`'s last answer, with what it was made from: recall and its reranking
+        # stage ask for the same question's vector in turn.
+        self._asked: tuple | None = None
 
     # ------------------------------------------------------------------ the graph
     def _watch(self, node_id: str) -> None:
@@ -212,11 +215,18 @@ class VectorStore:
         the model's weights, so they never need making again as the store grows."""
         import numpy as np
 
-        model = self.model
+        model, index = self.model, self.index
+        asked = self._asked
+        if asked is not None and asked[0] == text and asked[1] is model and asked[2] is index \
+                and asked[3] == index.counted:
+            return asked[4]
         ids = model.token_ids(text)
-        vector = model.embed_ids(ids, self.index.store_weights(ids, STORE_WEIGHT_A)) + model.embed_ids(ids)
+        vector = model.embed_ids(ids, index.store_weights(ids, STORE_WEIGHT_A)) + model.embed_ids(ids)
         norm = float(np.linalg.norm(vector))
-        return vector / norm if norm > 0.0 else vector
+        vector = vector / norm if norm > 0.0 else vector
+        vector.flags.writeable = False  # handed out again: nobody may change it
+        self._asked = (text, model, index, index.counted, vector)
+        return vector
 
     def status(self) -> dict[str, Any]:
         self._take_built()
